@@ -1,0 +1,113 @@
+package dev.idem;
+
+import java.time.Instant;
+import java.util.Map;
+import reactor.core.publisher.Mono;
+
+/**
+ * One message as a broker adapter hands it to the pipeline: what it says, where it came from,
+ * and how to settle it.
+ *
+ * <p>Adapters implement this interface (usually by extending {@link AbstractDelivery}, which
+ * makes settlement idempotent). The pipeline reads the metadata, runs the message through its
+ * transaction and finally calls exactly one of {@link #ack()} or {@link #deadLetter(DeadLetter)}
+ * &mdash; or neither, when the message must be redelivered (the pipeline was cancelled, or the
+ * database was unreachable at shutdown).
+ *
+ * <h2>Settlement contract</h2>
+ * <ul>
+ *   <li>{@link #ack()} and {@link #deadLetter(DeadLetter)} are idempotent and thread-safe: the
+ *       first call settles, later calls return the first call's result without doing anything.</li>
+ *   <li>They never throw; failures travel as {@code onError} of the returned {@link Mono}.</li>
+ *   <li>{@link #deadLetter(DeadLetter)} completes only after the dead letter is durable (broker
+ *       confirm) and the original delivery acknowledged.</li>
+ * </ul>
+ *
+ * @param <T> the decoded payload type
+ */
+public interface Delivery<T> {
+
+  /**
+   * The deduplication key: the broker's message id, a producer-supplied event id or a domain key.
+   *
+   * @return the id, or {@code null} when the message carries none (it is then dead-lettered)
+   */
+  String id();
+
+  /**
+   * The decoded payload.
+   *
+   * @return the payload, or {@code null} when there is none or it could not be decoded
+   */
+  T payload();
+
+  /**
+   * Why the payload could not be decoded, for poison messages.
+   *
+   * @return the decoding failure, or {@code null} (the default) when the payload decoded
+   */
+  default Throwable decodingFailure() {
+    return null;
+  }
+
+  /**
+   * Broker headers and properties rendered as strings.
+   *
+   * @return an immutable map, empty by default
+   */
+  default Map<String, String> headers() {
+    return Map.of();
+  }
+
+  /**
+   * The key whose messages {@link Ordering#BY_KEY} never runs concurrently.
+   *
+   * @return the ordering key, or {@code null} for none (such messages are not ordered)
+   */
+  default String orderingKey() {
+    return null;
+  }
+
+  /**
+   * The broker partition the message came from, used by {@link Ordering#BY_PARTITION}.
+   *
+   * @return a partition name such as {@code "orders-3"}, or {@code null} when the broker has none
+   */
+  default String partition() {
+    return null;
+  }
+
+  /**
+   * When the broker or producer stamped the message.
+   *
+   * @return the timestamp, or {@code null} when unknown
+   */
+  default Instant timestamp() {
+    return null;
+  }
+
+  /**
+   * How often the broker has delivered this message, counting this delivery (1 for the first).
+   *
+   * @return the delivery attempt, at least 1
+   */
+  default int deliveryAttempt() {
+    return 1;
+  }
+
+  /**
+   * Acknowledges the message to the broker: it will not be delivered again.
+   *
+   * @return completes when the broker was told (or the acknowledgement was queued, for brokers
+   *     that commit positions in batches)
+   */
+  Mono<Void> ack();
+
+  /**
+   * Sends the message to the dead-letter destination with the reason, then acknowledges it.
+   *
+   * @param deadLetter why the message cannot be processed
+   * @return completes when the dead letter is durable and the original acknowledged
+   */
+  Mono<Void> deadLetter(DeadLetter deadLetter);
+}

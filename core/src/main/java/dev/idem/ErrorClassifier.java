@@ -1,0 +1,94 @@
+package dev.idem;
+
+import io.r2dbc.spi.R2dbcException;
+import io.r2dbc.spi.R2dbcNonTransientResourceException;
+import io.r2dbc.spi.R2dbcTimeoutException;
+import io.r2dbc.spi.R2dbcTransientResourceException;
+import java.io.IOException;
+import java.net.ConnectException;
+import java.nio.channels.ClosedChannelException;
+import java.util.concurrent.TimeoutException;
+
+/**
+ * Decides whether an error is the message's fault or the infrastructure's.
+ *
+ * <p>The {@link #defaults() default classifier} walks the cause chain and answers:
+ * <ul>
+ *   <li>{@link ErrorKind#INFRASTRUCTURE} for lost or refused database connections
+ *       ({@link R2dbcNonTransientResourceException}, {@link R2dbcTransientResourceException}),
+ *       timeouts ({@link R2dbcTimeoutException}, {@link TimeoutException}), I/O errors, and the
+ *       PostgreSQL SQLSTATEs of class 08 (connection exception), 53 (insufficient resources),
+ *       57P01..57P03 (server shutting down or starting);</li>
+ *   <li>{@link ErrorKind#NON_RETRYABLE} for {@link NonRetryableException};</li>
+ *   <li>{@link ErrorKind#RETRYABLE} for everything else.</li>
+ * </ul>
+ * Compose a custom classifier with {@link #orElse(ErrorClassifier)} to keep these rules.
+ */
+@FunctionalInterface
+public interface ErrorClassifier {
+
+  /**
+   * Classifies an error.
+   *
+   * @param error the error, never {@code null}
+   * @return its kind, or {@code null} when this classifier has no opinion
+   */
+  ErrorKind classify(Throwable error);
+
+  /**
+   * Asks this classifier first and {@code fallback} when it returns {@code null}.
+   *
+   * @param fallback the classifier to ask next
+   * @return the combined classifier
+   */
+  default ErrorClassifier orElse(ErrorClassifier fallback) {
+    return error -> {
+      ErrorKind kind = classify(error);
+      return kind != null ? kind : fallback.classify(error);
+    };
+  }
+
+  /**
+   * The default rules described in the type's documentation; never returns {@code null}.
+   *
+   * @return the default classifier
+   */
+  static ErrorClassifier defaults() {
+    return ErrorClassifier::defaultKind;
+  }
+
+  private static ErrorKind defaultKind(Throwable error) {
+    for (Throwable t = error; t != null; t = t.getCause() == t ? null : t.getCause()) {
+      if (t instanceof NonRetryableException) {
+        return ErrorKind.NON_RETRYABLE;
+      }
+      if (isInfrastructure(t)) {
+        return ErrorKind.INFRASTRUCTURE;
+      }
+    }
+    return ErrorKind.RETRYABLE;
+  }
+
+  private static boolean isInfrastructure(Throwable t) {
+    if (t instanceof R2dbcNonTransientResourceException
+        || t instanceof R2dbcTransientResourceException
+        || t instanceof R2dbcTimeoutException
+        || t instanceof TimeoutException
+        || t instanceof ConnectException
+        || t instanceof ClosedChannelException
+        || t instanceof IOException) {
+      return true;
+    }
+    if (t instanceof R2dbcException r2dbc && r2dbc.getSqlState() != null) {
+      String state = r2dbc.getSqlState();
+      return state.startsWith("08") || state.startsWith("53") || state.equals("57P01")
+          || state.equals("57P02") || state.equals("57P03");
+    }
+    // r2dbc-postgresql and r2dbc-pool signal a closed connection or an exhausted pool with
+    // plain IllegalStateExceptions in a few places; recognise them by message.
+    String message = t.getMessage();
+    return t instanceof IllegalStateException && message != null
+        && (message.contains("Connection closed") || message.contains("closed connection")
+            || message.contains("Cannot exchange messages"));
+  }
+}

@@ -1,0 +1,98 @@
+package dev.idem;
+
+import java.time.Duration;
+import java.util.Objects;
+
+/**
+ * How often and how fast a failing message is tried again before it is dead-lettered, and how
+ * the pipeline waits out broken infrastructure.
+ *
+ * <p>Immutable. {@link #defaults()}: 5 attempts with exponential backoff from 100 ms to 5 s for
+ * {@link ErrorKind#RETRYABLE} errors; infrastructure errors are retried without limit with
+ * backoff from 100 ms to 5 s. Both use Reactor's {@code Retry.backoff} with 50% jitter.
+ *
+ * @param maxAttempts total processing attempts for retryable errors, counting the first; at least 1
+ * @param firstBackoff the wait before the second attempt
+ * @param maxBackoff the longest wait between attempts
+ * @param infrastructureBackoff the first wait after an infrastructure error
+ * @param infrastructureMaxBackoff the longest wait while infrastructure stays broken
+ */
+public record RetryPolicy(
+    int maxAttempts,
+    Duration firstBackoff,
+    Duration maxBackoff,
+    Duration infrastructureBackoff,
+    Duration infrastructureMaxBackoff) {
+
+  /** Default attempt limit: {@value}. */
+  public static final int DEFAULT_MAX_ATTEMPTS = 5;
+  /** Default first backoff: 100 ms. */
+  public static final Duration DEFAULT_FIRST_BACKOFF = Duration.ofMillis(100);
+  /** Default maximum backoff: 5 s. */
+  public static final Duration DEFAULT_MAX_BACKOFF = Duration.ofSeconds(5);
+
+  /** Validates the components, naming the one that is wrong. */
+  public RetryPolicy {
+    if (maxAttempts < 1) {
+      throw new IllegalArgumentException("maxAttempts must be at least 1, was " + maxAttempts);
+    }
+    requirePositive(firstBackoff, "firstBackoff");
+    requirePositive(maxBackoff, "maxBackoff");
+    requirePositive(infrastructureBackoff, "infrastructureBackoff");
+    requirePositive(infrastructureMaxBackoff, "infrastructureMaxBackoff");
+    if (maxBackoff.compareTo(firstBackoff) < 0) {
+      throw new IllegalArgumentException("maxBackoff (" + maxBackoff + ") must not be shorter than firstBackoff (" + firstBackoff + ")");
+    }
+    if (infrastructureMaxBackoff.compareTo(infrastructureBackoff) < 0) {
+      throw new IllegalArgumentException("infrastructureMaxBackoff must not be shorter than infrastructureBackoff");
+    }
+  }
+
+  /**
+   * The defaults described on the type.
+   *
+   * @return the default policy
+   */
+  public static RetryPolicy defaults() {
+    return backoff(DEFAULT_MAX_ATTEMPTS, DEFAULT_FIRST_BACKOFF);
+  }
+
+  /**
+   * Exponential backoff with the given attempt limit and first wait; other settings default.
+   *
+   * @param maxAttempts total attempts, counting the first
+   * @param firstBackoff the wait before the second attempt
+   * @return the policy
+   */
+  public static RetryPolicy backoff(int maxAttempts, Duration firstBackoff) {
+    Duration max = DEFAULT_MAX_BACKOFF.compareTo(firstBackoff) < 0 ? firstBackoff : DEFAULT_MAX_BACKOFF;
+    return new RetryPolicy(maxAttempts, firstBackoff, max, DEFAULT_FIRST_BACKOFF, DEFAULT_MAX_BACKOFF);
+  }
+
+  /**
+   * No retries: the first retryable failure dead-letters the message.
+   *
+   * @return the policy
+   */
+  public static RetryPolicy none() {
+    return backoff(1, DEFAULT_FIRST_BACKOFF);
+  }
+
+  /**
+   * A copy with other infrastructure backoff bounds.
+   *
+   * @param first the first wait
+   * @param max the longest wait
+   * @return the new policy
+   */
+  public RetryPolicy withInfrastructureBackoff(Duration first, Duration max) {
+    return new RetryPolicy(maxAttempts, firstBackoff, maxBackoff, first, max);
+  }
+
+  private static void requirePositive(Duration d, String name) {
+    Objects.requireNonNull(d, name);
+    if (d.isNegative() || d.isZero()) {
+      throw new IllegalArgumentException(name + " must be positive, was " + d);
+    }
+  }
+}

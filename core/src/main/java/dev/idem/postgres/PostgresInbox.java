@@ -1,0 +1,173 @@
+package dev.idem.postgres;
+
+import dev.idem.internal.Identifiers;
+import io.r2dbc.spi.Connection;
+import io.r2dbc.spi.ConnectionFactory;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Objects;
+import java.util.stream.Collectors;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+
+/**
+ * The inbox table ({@code processed_messages} by default) over R2DBC PostgreSQL: the arbiter of
+ * "has this consumer already applied this message?".
+ *
+ * <p>Guarantees: {@link #record} inserts with {@code ON CONFLICT DO NOTHING}, so a duplicate is
+ * detected without aborting the transaction, and concurrent deliveries of one id serialise on
+ * the primary key: the second waits for the first to commit or roll back. The table name is
+ * validated as a plain (optionally schema-qualified) SQL identifier.
+ *
+ * <p>Immutable and thread-safe. The schema ships as
+ * {@code db/idem/V1__idem_processed_messages.sql} for Flyway or Liquibase;
+ * {@link #createSchemaIfAbsent()} runs it for quick starts.
+ */
+public final class PostgresInbox {
+
+  /** The default table name: {@value}. */
+  public static final String DEFAULT_TABLE = "processed_messages";
+  /** The migration on the classpath. */
+  public static final String MIGRATION_RESOURCE = "/db/idem/V1__idem_processed_messages.sql";
+  /** Rows removed per statement by {@link #purgeOlderThan}: {@value}. */
+  public static final int PURGE_BATCH_SIZE = 5_000;
+
+  private final ConnectionFactory connectionFactory;
+  private final String table;
+  private final String insertSql;
+
+  private PostgresInbox(ConnectionFactory connectionFactory, String table) {
+    this.connectionFactory = Objects.requireNonNull(connectionFactory, "connectionFactory");
+    this.table = Identifiers.requireSqlIdentifier("table", table);
+    this.insertSql = "INSERT INTO " + table + " (consumer, message_id) VALUES ($1, $2) ON CONFLICT DO NOTHING";
+  }
+
+  /**
+   * An inbox on the default table.
+   *
+   * @param connectionFactory a PostgreSQL connection factory, ideally an r2dbc-pool
+   *     {@code ConnectionPool} (see {@link PostgresConnections#pool})
+   * @return the inbox
+   */
+  public static PostgresInbox create(ConnectionFactory connectionFactory) {
+    return new PostgresInbox(connectionFactory, DEFAULT_TABLE);
+  }
+
+  /**
+   * An inbox on another table.
+   *
+   * @param connectionFactory a PostgreSQL connection factory
+   * @param table a plain SQL identifier, optionally schema-qualified
+   * @return the inbox
+   * @throws IllegalArgumentException when {@code table} is not a plain identifier
+   */
+  public static PostgresInbox create(ConnectionFactory connectionFactory, String table) {
+    return new PostgresInbox(connectionFactory, table);
+  }
+
+  /**
+   * The connection factory that transactions use by default.
+   *
+   * @return the factory
+   */
+  public ConnectionFactory connectionFactory() {
+    return connectionFactory;
+  }
+
+  /**
+   * The table name.
+   *
+   * @return the validated table name
+   */
+  public String table() {
+    return table;
+  }
+
+  /**
+   * Records that {@code consumer} processes {@code messageId}, inside the caller's transaction.
+   *
+   * @param connection a connection in a transaction
+   * @param consumer the consumer name
+   * @param messageId the message id
+   * @return {@code true} when the row was inserted (first time), {@code false} for a duplicate
+   */
+  public Mono<Boolean> record(Connection connection, String consumer, String messageId) {
+    return Flux.from(connection.createStatement(insertSql).bind(0, consumer).bind(1, messageId).execute())
+        .concatMap(result -> Mono.from(result.getRowsUpdated()))
+        .reduce(0L, Long::sum)
+        .map(rows -> rows > 0);
+  }
+
+  /**
+   * Creates the table and its index when they do not exist. Safe to call concurrently and
+   * repeatedly.
+   *
+   * @return completes when the schema exists
+   */
+  public Mono<Void> createSchemaIfAbsent() {
+    List<String> statements = schemaStatements();
+    return Mono.usingWhen(connectionFactory.create(),
+        connection -> Flux.fromIterable(statements)
+            .concatMap(sql -> Flux.from(connection.createStatement(sql).execute()).concatMap(r -> r.getRowsUpdated()))
+            .then(),
+        Connection::close)
+        // Two sessions racing on CREATE ... IF NOT EXISTS can still collide in the catalog.
+        .retry(2);
+  }
+
+  /**
+   * Deletes rows older than {@code retention} in batches of {@value #PURGE_BATCH_SIZE}, each its
+   * own short transaction, so the live workload is never blocked for long. The retention must
+   * exceed the broker's redelivery horizon: an id purged too early can be applied again.
+   *
+   * @param retention how long processed ids are kept
+   * @return the number of rows deleted
+   */
+  public Mono<Long> purgeOlderThan(Duration retention) {
+    Objects.requireNonNull(retention, "retention");
+    if (retention.isNegative() || retention.isZero()) {
+      throw new IllegalArgumentException("retention must be positive, was " + retention);
+    }
+    String sql = "DELETE FROM " + table + " WHERE ctid IN (SELECT ctid FROM " + table
+        + " WHERE processed_at < now() - make_interval(secs => $1) LIMIT " + PURGE_BATCH_SIZE + ")";
+    double seconds = retention.toMillis() / 1000.0;
+    Mono<Long> batch = Mono.usingWhen(connectionFactory.create(),
+        connection -> Flux.from(connection.createStatement(sql).bind(0, seconds).execute())
+            .concatMap(r -> Mono.from(r.getRowsUpdated())).reduce(0L, Long::sum),
+        Connection::close);
+    return batch.expand(deleted -> deleted >= PURGE_BATCH_SIZE ? batch : Mono.empty())
+        .reduce(0L, Long::sum);
+  }
+
+  List<String> schemaStatements() {
+    String unqualified = table.contains(".") ? table.substring(table.indexOf('.') + 1) : table;
+    String script = readMigration()
+        .replace("processed_messages_processed_at_idx", unqualified + "_processed_at_idx")
+        .replace("processed_messages", table);
+    return Arrays.stream(script.split(";"))
+        .map(s -> s.lines().filter(line -> !line.trim().startsWith("--")).collect(Collectors.joining("\n")).trim())
+        .filter(s -> !s.isEmpty())
+        .toList();
+  }
+
+  private static String readMigration() {
+    try (InputStream in = PostgresInbox.class.getResourceAsStream(MIGRATION_RESOURCE)) {
+      if (in == null) {
+        throw new IllegalStateException("Missing " + MIGRATION_RESOURCE + " on the classpath");
+      }
+      return new String(in.readAllBytes(), StandardCharsets.UTF_8);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "PostgresInbox[table=" + table + "]";
+  }
+}
