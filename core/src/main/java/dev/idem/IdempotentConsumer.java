@@ -178,8 +178,13 @@ public final class IdempotentConsumer<T> {
         .filter(error -> !(error instanceof RetriesExhaustedException) && kindOf(error) == ErrorKind.INFRASTRUCTURE)
         .doBeforeRetry(signal -> {
           metrics.retrying(delivery, signal.failure(), ErrorKind.INFRASTRUCTURE);
-          log.warn("Consumer '{}': infrastructure unavailable while processing message '{}', retrying (attempt {}): {}",
-              name, delivery.id(), signal.totalRetriesInARow() + 1, signal.failure().toString());
+          if (signal.totalRetriesInARow() == 0) {
+            log.warn("Consumer '{}': infrastructure unavailable while processing message '{}'; backing off and retrying until it is back: {}",
+                name, delivery.id(), signal.failure().toString());
+          } else {
+            log.debug("Consumer '{}': still waiting for infrastructure for message '{}' (retry {}): {}",
+                name, delivery.id(), signal.totalRetriesInARow() + 1, signal.failure().toString());
+          }
         });
   }
 

@@ -149,10 +149,8 @@ public final class PostgresInbox {
     String script = readMigration()
         .replace("processed_messages_processed_at_idx", unqualified + "_processed_at_idx")
         .replace("processed_messages", table);
-    return Arrays.stream(script.split(";"))
-        .map(s -> s.lines().filter(line -> !line.trim().startsWith("--")).collect(Collectors.joining("\n")).trim())
-        .filter(s -> !s.isEmpty())
-        .toList();
+    String withoutComments = script.lines().filter(line -> !line.trim().startsWith("--")).collect(Collectors.joining("\n"));
+    return Arrays.stream(withoutComments.split(";")).map(String::trim).filter(s -> !s.isEmpty()).toList();
   }
 
   private static String readMigration() {
