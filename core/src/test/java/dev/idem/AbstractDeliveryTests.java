@@ -1,0 +1,61 @@
+package dev.idem;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.idem.testing.TestDelivery;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Test;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Schedulers;
+import reactor.test.StepVerifier;
+
+class AbstractDeliveryTests {
+
+  private static final class CountingDelivery extends AbstractDelivery<String> {
+    final AtomicInteger acks = new AtomicInteger();
+    final AtomicInteger deadLetters = new AtomicInteger();
+
+    @Override
+    public String id() {
+      return "id";
+    }
+
+    @Override
+    public String payload() {
+      return "p";
+    }
+
+    @Override
+    protected Mono<Void> doAck() {
+      return Mono.fromRunnable(acks::incrementAndGet);
+    }
+
+    @Override
+    protected Mono<Void> doDeadLetter(DeadLetter deadLetter) {
+      return Mono.fromRunnable(deadLetters::incrementAndGet);
+    }
+  }
+
+  @Test
+  void settlementRunsOnceWhateverIsCalledAndFromHowManyThreads() {
+    CountingDelivery delivery = new CountingDelivery();
+    DeadLetter letter = DeadLetter.rejected(DeadLetterReason.MISSING_ID, "test", "c");
+
+    Flux.range(0, 64)
+        .parallel(4).runOn(Schedulers.parallel())
+        .flatMap(i -> i % 2 == 0 ? delivery.ack() : delivery.deadLetter(letter))
+        .sequential().blockLast();
+
+    assertThat(delivery.acks.get() + delivery.deadLetters.get()).isEqualTo(1);
+    assertThat(delivery.isSettled()).isTrue();
+  }
+
+  @Test
+  void aFailedSettlementStaysFailed() {
+    TestDelivery<String> lost = TestDelivery.of("id", "p").withLostAck();
+    StepVerifier.create(lost.ack()).expectErrorMessage("simulated crash between commit and ack").verify();
+    StepVerifier.create(lost.ack()).expectErrorMessage("simulated crash between commit and ack").verify();
+    assertThat(lost.ackCount()).isZero();
+  }
+}
