@@ -441,7 +441,20 @@ public final class IdempotentConsumer<T> {
       if (maxIdLength < 1) {
         throw new IllegalArgumentException("maxIdLength must be at least 1, was " + maxIdLength);
       }
+      warnIfPoolSmallerThanConcurrency();
       return new IdempotentConsumer<>(this);
+    }
+
+    private void warnIfPoolSmallerThanConcurrency() {
+      if (transactions == null && inbox.connectionFactory() instanceof io.r2dbc.pool.ConnectionPool pool) {
+        pool.getMetrics().ifPresent(poolMetrics -> {
+          if (poolMetrics.getMaxAllocatedSize() < concurrency) {
+            log.warn("Consumer '{}': concurrency {} exceeds the connection pool's maximum size {}; "
+                + "messages will wait for connections. Size the pool at least to the concurrency.",
+                name, concurrency, poolMetrics.getMaxAllocatedSize());
+          }
+        });
+      }
     }
   }
 }
