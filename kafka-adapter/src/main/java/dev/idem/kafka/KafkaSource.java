@@ -1,0 +1,105 @@
+package dev.idem.kafka;
+
+import dev.idem.Delivery;
+import dev.idem.kafka.internal.SourceEngine;
+import java.util.Objects;
+import reactor.core.publisher.Flux;
+
+/**
+ * A Kafka topic subscription as a stream of {@link Delivery deliveries} for
+ * {@link dev.idem.IdempotentConsumer#process}, on Reactor Kafka.
+ *
+ * <pre>{@code
+ * KafkaSource<Payment> source = KafkaSource.create(KafkaSourceOptions.<Payment>builder()
+ *     .bootstrapServers("localhost:9092").groupId("payments").topics("payments")
+ *     .valueDeserializer(new PaymentDeserializer())
+ *     .build());
+ * Disposable running = payments.process(source.receive()).subscribe();
+ * }</pre>
+ *
+ * <h2>Guarantees</h2>
+ * <ul>
+ *   <li><b>Ordered commits.</b> An offset is committed only when the record at it and every
+ *       earlier record of its partition is settled (processed, duplicate or dead-lettered),
+ *       whatever order they finish in (Reactor Kafka's deferred commits).</li>
+ *   <li><b>Poison pills do not stop the stream.</b> Values are decoded here, not by the Kafka
+ *       client; a value the deserializer rejects becomes a delivery with
+ *       {@link Delivery#decodingFailure()} set, which the pipeline dead-letters.</li>
+ *   <li><b>Dead letters are durable first.</b> A dead-lettered record goes to
+ *       {@code <topic>.DLT} (configurable) with its key, value bytes, message id and the
+ *       {@link DeadLetterHeaders}, by an idempotent {@code acks=all} producer; its offset is
+ *       settled only after the broker acknowledged that record.</li>
+ *   <li><b>Backpressure.</b> When the pipeline has no demand, or too many settled records wait
+ *       behind an unsettled one, the consumer pauses its partitions and keeps polling, so a slow
+ *       handler never exceeds {@code max.poll.interval.ms}.</li>
+ *   <li><b>Rebalance.</b> Revoked partitions get {@link KafkaSourceOptions#revocationGracePeriod()}
+ *       to settle and commit; later settlements of their records commit nothing, and their
+ *       redelivery to the new owner is absorbed by the dedup table.</li>
+ *   <li><b>Broker failures.</b> The Kafka client reconnects by itself; a consumer that failed for
+ *       good is recreated with backoff and resumes from the committed offsets. Nothing is
+ *       committed that was not settled.</li>
+ *   <li><b>Ids and ordering.</b> {@link Delivery#id()} comes from the id header (default
+ *       {@value KafkaSourceOptions#DEFAULT_MESSAGE_ID_HEADER}) or the configured extractor,
+ *       else {@code topic/partition/offset}, which dedups broker redeliveries but not producer
+ *       duplicates. {@link Delivery#partition()} is {@code topic-partition};
+ *       {@link Delivery#orderingKey()} is the record key as UTF-8, or the partition for keyless
+ *       records, so {@link dev.idem.Ordering#BY_KEY} keeps them in partition order.</li>
+ * </ul>
+ *
+ * <p>Each subscription to {@link #receive()} creates its own Kafka consumer in the group. Close
+ * the source to release the dead-letter producer.
+ *
+ * @param <T> the payload type
+ */
+public final class KafkaSource<T> implements AutoCloseable {
+
+  private final KafkaSourceOptions<T> options;
+  private final SourceEngine<T> engine;
+
+  private KafkaSource(KafkaSourceOptions<T> options) {
+    this.options = Objects.requireNonNull(options, "options");
+    this.engine = new SourceEngine<>(options);
+  }
+
+  /**
+   * Creates a source. Nothing connects until {@link #receive()} is subscribed.
+   *
+   * @param options the validated options
+   * @param <T> the payload type
+   * @return the source
+   */
+  public static <T> KafkaSource<T> create(KafkaSourceOptions<T> options) {
+    return new KafkaSource<>(options);
+  }
+
+  /**
+   * The records of the subscribed topics as deliveries. Subscribing joins the consumer group;
+   * cancelling commits the settled offsets and leaves the group. The stream does not end by
+   * itself and does not error on broker failures: it reconnects.
+   *
+   * @return the deliveries
+   */
+  public Flux<Delivery<T>> receive() {
+    return engine.receive();
+  }
+
+  /**
+   * The options.
+   *
+   * @return the options
+   */
+  public KafkaSourceOptions<T> options() {
+    return options;
+  }
+
+  /** Closes the dead-letter producer. Cancel the {@link #receive()} subscriptions first. */
+  @Override
+  public void close() {
+    engine.close();
+  }
+
+  @Override
+  public String toString() {
+    return "KafkaSource[" + options + "]";
+  }
+}

@@ -1,0 +1,590 @@
+package dev.idem.kafka;
+
+import dev.idem.IdempotentConsumer;
+import dev.idem.kafka.internal.Secrets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.function.UnaryOperator;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.common.serialization.Deserializer;
+
+/**
+ * Immutable settings of a {@link KafkaSource}: where to consume from, how to decode and identify
+ * records, how far to read ahead, how offsets are committed and where dead letters go.
+ *
+ * <p>Build with {@link #builder()}; setters check their argument and name it in the error,
+ * {@link #build() build()} checks that required settings are present and consistent.
+ * {@link #toString()} masks secrets (passwords, JAAS configuration, tokens) in the client
+ * properties.
+ *
+ * <p>Defaults: message id header {@value #DEFAULT_MESSAGE_ID_HEADER}, prefetch
+ * {@value #DEFAULT_PREFETCH} records, at most {@value #DEFAULT_MAX_DEFERRED_COMMITS} settled
+ * records waiting behind an unsettled earlier one, commits every
+ * {@link #DEFAULT_COMMIT_INTERVAL} or {@value #DEFAULT_COMMIT_BATCH_SIZE} settled records,
+ * {@link #DEFAULT_REVOCATION_GRACE_PERIOD} for revoked partitions to finish, dead letters to
+ * {@code <topic>}{@value #DEFAULT_DEAD_LETTER_SUFFIX}, {@code auto.offset.reset=earliest} and the
+ * cooperative-sticky assignor.
+ *
+ * @param <T> the payload type
+ */
+public final class KafkaSourceOptions<T> {
+
+  /** Default header carrying the message id: {@value}. */
+  public static final String DEFAULT_MESSAGE_ID_HEADER = "message-id";
+  /** Default records fetched per poll and buffered ahead of the pipeline: {@value}; the same as core's default prefetch. */
+  public static final int DEFAULT_PREFETCH = IdempotentConsumer.DEFAULT_PREFETCH;
+  /** Default limit of settled records waiting for an earlier record of their partition: {@value}. */
+  public static final int DEFAULT_MAX_DEFERRED_COMMITS = 1024;
+  /** Default longest time a committable offset waits before it is committed: 1 s. */
+  public static final Duration DEFAULT_COMMIT_INTERVAL = Duration.ofSeconds(1);
+  /** Default number of settled records that triggers a commit before the interval ends: {@value}. */
+  public static final int DEFAULT_COMMIT_BATCH_SIZE = 100;
+  /** Default time revoked partitions get to settle and commit their work in flight: 10 s. */
+  public static final Duration DEFAULT_REVOCATION_GRACE_PERIOD = Duration.ofSeconds(10);
+  /** Default time to commit and close the consumer when the stream is cancelled: 10 s. */
+  public static final Duration DEFAULT_CLOSE_TIMEOUT = Duration.ofSeconds(10);
+  /** Default dead-letter topic suffix: {@value}. */
+  public static final String DEFAULT_DEAD_LETTER_SUFFIX = ".DLT";
+  /** Default first wait before the consumer is recreated after a fatal consumer error: 1 s. */
+  public static final Duration DEFAULT_RECONNECT_BACKOFF = Duration.ofSeconds(1);
+  /** Default longest wait between consumer recreations: 30 s. */
+  public static final Duration DEFAULT_RECONNECT_MAX_BACKOFF = Duration.ofSeconds(30);
+  /** Default {@code auto.offset.reset}: {@value}, so a new group misses nothing. */
+  public static final String DEFAULT_AUTO_OFFSET_RESET = "earliest";
+
+  private final String bootstrapServers;
+  private final String groupId;
+  private final List<String> topics;
+  private final Deserializer<T> valueDeserializer;
+  private final String messageIdHeader;
+  private final MessageIdExtractor<T> messageIdExtractor;
+  private final boolean offsetFallbackId;
+  private final int prefetch;
+  private final int maxDeferredCommits;
+  private final Duration commitInterval;
+  private final int commitBatchSize;
+  private final Duration revocationGracePeriod;
+  private final Duration closeTimeout;
+  private final UnaryOperator<String> deadLetterTopic;
+  private final String deadLetterTopicDescription;
+  private final Duration reconnectBackoff;
+  private final Duration reconnectMaxBackoff;
+  private final Map<String, Object> consumerProperties;
+  private final Map<String, Object> producerProperties;
+  private final Object meterRegistry;
+
+  private KafkaSourceOptions(Builder<T> b) {
+    this.bootstrapServers = b.bootstrapServers;
+    this.groupId = b.groupId;
+    this.topics = List.copyOf(b.topics);
+    this.valueDeserializer = b.valueDeserializer;
+    this.messageIdHeader = b.messageIdHeader;
+    this.messageIdExtractor = b.messageIdExtractor;
+    this.offsetFallbackId = b.offsetFallbackId;
+    this.prefetch = b.prefetch;
+    this.maxDeferredCommits = b.maxDeferredCommits;
+    this.commitInterval = b.commitInterval;
+    this.commitBatchSize = b.commitBatchSize;
+    this.revocationGracePeriod = b.revocationGracePeriod;
+    this.closeTimeout = b.closeTimeout;
+    this.deadLetterTopic = b.deadLetterTopic;
+    this.deadLetterTopicDescription = b.deadLetterTopicDescription;
+    this.reconnectBackoff = b.reconnectBackoff;
+    this.reconnectMaxBackoff = b.reconnectMaxBackoff;
+    this.consumerProperties = Collections.unmodifiableMap(new LinkedHashMap<>(b.consumerProperties));
+    this.producerProperties = Collections.unmodifiableMap(new LinkedHashMap<>(b.producerProperties));
+    this.meterRegistry = b.meterRegistry;
+  }
+
+  /**
+   * Starts a builder.
+   *
+   * @param <T> the payload type
+   * @return a builder with the defaults
+   */
+  public static <T> Builder<T> builder() {
+    return new Builder<>();
+  }
+
+  /** @return the bootstrap servers */
+  public String bootstrapServers() {
+    return bootstrapServers;
+  }
+
+  /** @return the consumer group id */
+  public String groupId() {
+    return groupId;
+  }
+
+  /** @return the subscribed topics */
+  public List<String> topics() {
+    return topics;
+  }
+
+  /** @return the value deserializer */
+  public Deserializer<T> valueDeserializer() {
+    return valueDeserializer;
+  }
+
+  /** @return the header read for the message id */
+  public String messageIdHeader() {
+    return messageIdHeader;
+  }
+
+  /** @return the id extractor, or {@code null} when the header is used */
+  public MessageIdExtractor<T> messageIdExtractor() {
+    return messageIdExtractor;
+  }
+
+  /** @return whether records without an id get {@code topic/partition/offset} */
+  public boolean offsetFallbackId() {
+    return offsetFallbackId;
+  }
+
+  /** @return records fetched per poll and buffered ahead */
+  public int prefetch() {
+    return prefetch;
+  }
+
+  /** @return the limit of settled records waiting behind an unsettled one */
+  public int maxDeferredCommits() {
+    return maxDeferredCommits;
+  }
+
+  /** @return the commit interval */
+  public Duration commitInterval() {
+    return commitInterval;
+  }
+
+  /** @return the commit batch size */
+  public int commitBatchSize() {
+    return commitBatchSize;
+  }
+
+  /** @return the grace period of revoked partitions */
+  public Duration revocationGracePeriod() {
+    return revocationGracePeriod;
+  }
+
+  /** @return the close timeout */
+  public Duration closeTimeout() {
+    return closeTimeout;
+  }
+
+  /**
+   * The dead-letter topic of a source topic.
+   *
+   * @param topic a subscribed topic
+   * @return its dead-letter topic
+   */
+  public String deadLetterTopic(String topic) {
+    return deadLetterTopic.apply(topic);
+  }
+
+  /** @return the first reconnect backoff */
+  public Duration reconnectBackoff() {
+    return reconnectBackoff;
+  }
+
+  /** @return the longest reconnect backoff */
+  public Duration reconnectMaxBackoff() {
+    return reconnectMaxBackoff;
+  }
+
+  /** @return extra consumer properties, unmodifiable */
+  public Map<String, Object> consumerProperties() {
+    return consumerProperties;
+  }
+
+  /** @return extra dead-letter producer properties, unmodifiable */
+  public Map<String, Object> producerProperties() {
+    return producerProperties;
+  }
+
+  /**
+   * The Micrometer {@code MeterRegistry}, typed {@code Object} so that Micrometer stays an
+   * optional dependency.
+   *
+   * @return the registry or {@code null}
+   */
+  public Object meterRegistry() {
+    return meterRegistry;
+  }
+
+  @Override
+  public String toString() {
+    return "KafkaSourceOptions[bootstrapServers=" + bootstrapServers + ", groupId=" + groupId + ", topics=" + topics
+        + ", valueDeserializer=" + valueDeserializer.getClass().getName()
+        + ", messageIdHeader=" + messageIdHeader + ", messageIdExtractor=" + (messageIdExtractor != null)
+        + ", offsetFallbackId=" + offsetFallbackId + ", prefetch=" + prefetch
+        + ", maxDeferredCommits=" + maxDeferredCommits + ", commitInterval=" + commitInterval
+        + ", commitBatchSize=" + commitBatchSize + ", revocationGracePeriod=" + revocationGracePeriod
+        + ", closeTimeout=" + closeTimeout + ", deadLetterTopic=" + deadLetterTopicDescription
+        + ", reconnectBackoff=" + reconnectBackoff + ".." + reconnectMaxBackoff
+        + ", consumerProperties=" + Secrets.mask(consumerProperties)
+        + ", producerProperties=" + Secrets.mask(producerProperties)
+        + ", meterRegistry=" + (meterRegistry != null) + "]";
+  }
+
+  /**
+   * Configures {@link KafkaSourceOptions}. Not thread-safe.
+   *
+   * @param <T> the payload type
+   */
+  public static final class Builder<T> {
+    private String bootstrapServers;
+    private String groupId;
+    private final List<String> topics = new ArrayList<>();
+    private Deserializer<T> valueDeserializer;
+    private String messageIdHeader = DEFAULT_MESSAGE_ID_HEADER;
+    private MessageIdExtractor<T> messageIdExtractor;
+    private boolean offsetFallbackId = true;
+    private int prefetch = DEFAULT_PREFETCH;
+    private int maxDeferredCommits = DEFAULT_MAX_DEFERRED_COMMITS;
+    private Duration commitInterval = DEFAULT_COMMIT_INTERVAL;
+    private int commitBatchSize = DEFAULT_COMMIT_BATCH_SIZE;
+    private Duration revocationGracePeriod = DEFAULT_REVOCATION_GRACE_PERIOD;
+    private Duration closeTimeout = DEFAULT_CLOSE_TIMEOUT;
+    private UnaryOperator<String> deadLetterTopic = topic -> topic + DEFAULT_DEAD_LETTER_SUFFIX;
+    private String deadLetterTopicDescription = "<topic>" + DEFAULT_DEAD_LETTER_SUFFIX;
+    private Duration reconnectBackoff = DEFAULT_RECONNECT_BACKOFF;
+    private Duration reconnectMaxBackoff = DEFAULT_RECONNECT_MAX_BACKOFF;
+    private final Map<String, Object> consumerProperties = new LinkedHashMap<>();
+    private final Map<String, Object> producerProperties = new LinkedHashMap<>();
+    private Object meterRegistry;
+
+    private Builder() {}
+
+    /**
+     * The Kafka cluster, as in {@code bootstrap.servers}. Required.
+     *
+     * @param bootstrapServers comma-separated {@code host:port} pairs
+     * @return this builder
+     */
+    public Builder<T> bootstrapServers(String bootstrapServers) {
+      this.bootstrapServers = requireText(bootstrapServers, "bootstrapServers");
+      return this;
+    }
+
+    /**
+     * The consumer group whose committed offsets record progress. Required.
+     *
+     * @param groupId the {@code group.id}
+     * @return this builder
+     */
+    public Builder<T> groupId(String groupId) {
+      this.groupId = requireText(groupId, "groupId");
+      return this;
+    }
+
+    /**
+     * The topics to subscribe to. Required: at least one.
+     *
+     * @param topics topic names
+     * @return this builder
+     */
+    public Builder<T> topics(String... topics) {
+      Objects.requireNonNull(topics, "topics");
+      for (String topic : topics) {
+        this.topics.add(requireText(topic, "topics"));
+      }
+      return this;
+    }
+
+    /**
+     * Decodes record values. Required. A value it cannot decode (it throws) becomes a delivery
+     * with {@link dev.idem.Delivery#decodingFailure()} set, which the pipeline dead-letters as
+     * a poison pill; the stream goes on.
+     *
+     * @param valueDeserializer the deserializer; it is not configured or closed by the source
+     * @return this builder
+     */
+    public Builder<T> valueDeserializer(Deserializer<T> valueDeserializer) {
+      this.valueDeserializer = Objects.requireNonNull(valueDeserializer, "valueDeserializer");
+      return this;
+    }
+
+    /**
+     * The header that carries the message id (UTF-8). Default
+     * {@value KafkaSourceOptions#DEFAULT_MESSAGE_ID_HEADER}. Dead letters carry the id in this
+     * header too, so replayed records keep their id.
+     *
+     * @param header the header name
+     * @return this builder
+     */
+    public Builder<T> messageIdHeader(String header) {
+      this.messageIdHeader = requireText(header, "messageIdHeader");
+      return this;
+    }
+
+    /**
+     * Derives the id from the record instead of the header, for example a domain key. Default:
+     * none (the header is used).
+     *
+     * @param extractor the extractor
+     * @return this builder
+     */
+    public Builder<T> messageIdExtractor(MessageIdExtractor<T> extractor) {
+      this.messageIdExtractor = Objects.requireNonNull(extractor, "messageIdExtractor");
+      return this;
+    }
+
+    /**
+     * Whether a record without an id (no header, or the extractor returned none) gets the id
+     * {@code topic/partition/offset}. Default {@code true}.
+     *
+     * <p>That id deduplicates redeliveries of the same record by the broker (after a crash or a
+     * rebalance) but <b>not</b> producer duplicates: the same event published twice has two
+     * offsets and is applied twice. Use a producer-supplied id for those. With {@code false},
+     * such records are dead-lettered as {@link dev.idem.DeadLetterReason#MISSING_ID}.
+     *
+     * @param enabled whether to fall back
+     * @return this builder
+     */
+    public Builder<T> offsetFallbackId(boolean enabled) {
+      this.offsetFallbackId = enabled;
+      return this;
+    }
+
+    /**
+     * Records fetched per poll ({@code max.poll.records}) and buffered ahead of the pipeline.
+     * The source buffers at most about twice this many records; when the pipeline has no demand,
+     * the consumer pauses its partitions and keeps polling, so it stays in the group however
+     * slow the handler. Default {@value KafkaSourceOptions#DEFAULT_PREFETCH}; core's
+     * {@code prefetch} adds its own buffer on top.
+     *
+     * @param prefetch at least 1
+     * @return this builder
+     */
+    public Builder<T> prefetch(int prefetch) {
+      this.prefetch = prefetch;
+      return this;
+    }
+
+    /**
+     * How many settled records may wait for an unsettled earlier record of their partition
+     * before the consumer pauses. Offsets are committed only up to the first unsettled record,
+     * so this bounds the work redone after a crash behind one slow message. Default
+     * {@value KafkaSourceOptions#DEFAULT_MAX_DEFERRED_COMMITS}.
+     *
+     * @param maxDeferredCommits at least 1
+     * @return this builder
+     */
+    public Builder<T> maxDeferredCommits(int maxDeferredCommits) {
+      this.maxDeferredCommits = maxDeferredCommits;
+      return this;
+    }
+
+    /**
+     * The longest time a committable offset waits before it is committed. Shorter means less
+     * redelivery after a crash and more commit requests. Default 1 s.
+     *
+     * @param interval positive
+     * @return this builder
+     */
+    public Builder<T> commitInterval(Duration interval) {
+      this.commitInterval = requirePositive(interval, "commitInterval");
+      return this;
+    }
+
+    /**
+     * Settled records that trigger a commit before the interval ends; 0 commits on the interval
+     * only. Default {@value KafkaSourceOptions#DEFAULT_COMMIT_BATCH_SIZE}.
+     *
+     * @param size at least 0
+     * @return this builder
+     */
+    public Builder<T> commitBatchSize(int size) {
+      this.commitBatchSize = size;
+      return this;
+    }
+
+    /**
+     * When partitions are revoked, how long the rebalance waits for records in flight to settle
+     * and their offsets to commit. Settlements after that are ignored for the revoked
+     * partitions (they never commit for the new owner), and the new owner's redeliveries are
+     * absorbed by the dedup table. Must be shorter than {@code max.poll.interval.ms}.
+     * Default 10 s.
+     *
+     * @param gracePeriod zero or positive
+     * @return this builder
+     */
+    public Builder<T> revocationGracePeriod(Duration gracePeriod) {
+      Objects.requireNonNull(gracePeriod, "revocationGracePeriod");
+      if (gracePeriod.isNegative()) {
+        throw new IllegalArgumentException("revocationGracePeriod must not be negative, was " + gracePeriod);
+      }
+      this.revocationGracePeriod = gracePeriod;
+      return this;
+    }
+
+    /**
+     * How long cancelling the stream may take to commit settled offsets and close the consumer.
+     * Default 10 s.
+     *
+     * @param timeout positive
+     * @return this builder
+     */
+    public Builder<T> closeTimeout(Duration timeout) {
+      this.closeTimeout = requirePositive(timeout, "closeTimeout");
+      return this;
+    }
+
+    /**
+     * Dead letters of topic {@code t} go to {@code t + suffix}. Default
+     * {@value KafkaSourceOptions#DEFAULT_DEAD_LETTER_SUFFIX}.
+     *
+     * @param suffix the suffix
+     * @return this builder
+     */
+    public Builder<T> deadLetterTopicSuffix(String suffix) {
+      String s = requireText(suffix, "deadLetterTopicSuffix");
+      this.deadLetterTopic = topic -> topic + s;
+      this.deadLetterTopicDescription = "<topic>" + s;
+      return this;
+    }
+
+    /**
+     * Names the dead-letter topic of each source topic.
+     *
+     * @param naming maps a source topic to its dead-letter topic
+     * @return this builder
+     */
+    public Builder<T> deadLetterTopic(UnaryOperator<String> naming) {
+      this.deadLetterTopic = Objects.requireNonNull(naming, "deadLetterTopic");
+      this.deadLetterTopicDescription = "custom";
+      return this;
+    }
+
+    /**
+     * Backoff between recreations of the consumer after a fatal consumer error (for example a
+     * commit that failed for good while the broker was away). Defaults 1 s to 30 s.
+     *
+     * @param first the first wait
+     * @param max the longest wait
+     * @return this builder
+     */
+    public Builder<T> reconnectBackoff(Duration first, Duration max) {
+      this.reconnectBackoff = requirePositive(first, "reconnectBackoff first");
+      this.reconnectMaxBackoff = requirePositive(max, "reconnectBackoff max");
+      return this;
+    }
+
+    /**
+     * An extra Kafka consumer property (security settings, timeouts). The source owns
+     * {@code enable.auto.commit} (false), the deserializers, {@code group.id} and
+     * {@code bootstrap.servers}; setting those here fails in {@link #build()}.
+     *
+     * @param name the property name
+     * @param value its value
+     * @return this builder
+     */
+    public Builder<T> consumerProperty(String name, Object value) {
+      consumerProperties.put(requireText(name, "consumerProperty name"), Objects.requireNonNull(value, "consumerProperty value"));
+      return this;
+    }
+
+    /**
+     * An extra property of the dead-letter producer (security settings, timeouts). The source
+     * owns {@code acks} (all), {@code enable.idempotence} (true) and the serializers.
+     *
+     * @param name the property name
+     * @param value its value
+     * @return this builder
+     */
+    public Builder<T> producerProperty(String name, Object value) {
+      producerProperties.put(requireText(name, "producerProperty name"), Objects.requireNonNull(value, "producerProperty value"));
+      return this;
+    }
+
+    /**
+     * Publishes the Kafka consumer's and dead-letter producer's client metrics to Micrometer
+     * (Micrometer's {@code KafkaClientMetrics} binder). Default: none. Needs
+     * {@code micrometer-core} on the class path.
+     *
+     * @param registry an {@code io.micrometer.core.instrument.MeterRegistry}
+     * @return this builder
+     */
+    public Builder<T> meterRegistry(io.micrometer.core.instrument.MeterRegistry registry) {
+      this.meterRegistry = Objects.requireNonNull(registry, "meterRegistry");
+      return this;
+    }
+
+    /**
+     * Validates the settings and builds the options.
+     *
+     * @return the options
+     * @throws IllegalArgumentException naming the setting that is missing or invalid
+     */
+    public KafkaSourceOptions<T> build() {
+      if (bootstrapServers == null) {
+        throw new IllegalArgumentException("bootstrapServers is required (for example \"localhost:9092\")");
+      }
+      if (groupId == null) {
+        throw new IllegalArgumentException("groupId is required");
+      }
+      if (topics.isEmpty()) {
+        throw new IllegalArgumentException("topics is required: name at least one topic");
+      }
+      if (valueDeserializer == null) {
+        throw new IllegalArgumentException("valueDeserializer is required");
+      }
+      if (prefetch < 1) {
+        throw new IllegalArgumentException("prefetch must be at least 1, was " + prefetch);
+      }
+      if (maxDeferredCommits < 1) {
+        throw new IllegalArgumentException("maxDeferredCommits must be at least 1, was " + maxDeferredCommits);
+      }
+      if (commitBatchSize < 0) {
+        throw new IllegalArgumentException("commitBatchSize must not be negative, was " + commitBatchSize);
+      }
+      if (reconnectMaxBackoff.compareTo(reconnectBackoff) < 0) {
+        throw new IllegalArgumentException("reconnectBackoff max (" + reconnectMaxBackoff + ") must not be shorter than first (" + reconnectBackoff + ")");
+      }
+      for (String owned : List.of(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, ConsumerConfig.GROUP_ID_CONFIG,
+          ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG,
+          ConsumerConfig.MAX_POLL_RECORDS_CONFIG)) {
+        if (consumerProperties.containsKey(owned)) {
+          throw new IllegalArgumentException("consumerProperty " + owned + " is set by the source; use the dedicated setting");
+        }
+      }
+      Object autoCommit = consumerProperties.get(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG);
+      if (autoCommit != null && Boolean.parseBoolean(autoCommit.toString())) {
+        throw new IllegalArgumentException("consumerProperty enable.auto.commit must stay false: offsets are committed only after settlement");
+      }
+      Object pollInterval = consumerProperties.get(ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG);
+      long maxPollIntervalMs = pollInterval == null ? 300_000L : Long.parseLong(pollInterval.toString());
+      if (revocationGracePeriod.toMillis() >= maxPollIntervalMs) {
+        throw new IllegalArgumentException("revocationGracePeriod (" + revocationGracePeriod
+            + ") must be shorter than max.poll.interval.ms (" + maxPollIntervalMs + " ms)");
+      }
+      for (String owned : List.of("acks", "enable.idempotence", "key.serializer", "value.serializer", "bootstrap.servers")) {
+        if (producerProperties.containsKey(owned)) {
+          throw new IllegalArgumentException("producerProperty " + owned + " is set by the source and cannot be changed");
+        }
+      }
+      return new KafkaSourceOptions<>(this);
+    }
+
+    private static String requireText(String value, String name) {
+      Objects.requireNonNull(value, name);
+      if (value.isBlank()) {
+        throw new IllegalArgumentException(name + " must not be blank");
+      }
+      return value;
+    }
+
+    private static Duration requirePositive(Duration d, String name) {
+      Objects.requireNonNull(d, name);
+      if (d.isNegative() || d.isZero()) {
+        throw new IllegalArgumentException(name + " must be positive, was " + d);
+      }
+      return d;
+    }
+  }
+}

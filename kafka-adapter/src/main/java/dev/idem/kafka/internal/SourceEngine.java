@@ -1,0 +1,134 @@
+package dev.idem.kafka.internal;
+
+import dev.idem.Delivery;
+import dev.idem.kafka.KafkaSourceOptions;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.Map;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.CooperativeStickyAssignor;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import reactor.core.publisher.Flux;
+import reactor.kafka.receiver.KafkaReceiver;
+import reactor.kafka.receiver.ReceiverOptions;
+import reactor.kafka.receiver.ReceiverPartition;
+import reactor.kafka.receiver.ReceiverRecord;
+import reactor.kafka.sender.KafkaSender;
+import reactor.kafka.sender.SenderOptions;
+import reactor.util.retry.Retry;
+
+/**
+ * The machinery behind {@link dev.idem.kafka.KafkaSource}: Reactor Kafka receiver options with
+ * out-of-order commit tracking, decoding, id resolution and the dead-letter producer.
+ *
+ * @param <T> the payload type
+ */
+public final class SourceEngine<T> implements AutoCloseable {
+
+  private static final Logger log = LoggerFactory.getLogger(SourceEngine.class);
+
+  private final KafkaSourceOptions<T> options;
+  private final ReceiverOptions<byte[], byte[]> receiverOptions;
+  private final MessageIds<T> ids;
+  private final DeadLetterPublisher publisher;
+
+  /**
+   * @param options validated options
+   */
+  public SourceEngine(KafkaSourceOptions<T> options) {
+    this.options = options;
+    this.ids = new MessageIds<>(options.messageIdHeader(), options.messageIdExtractor(), options.offsetFallbackId());
+    this.receiverOptions = receiverOptions(options);
+    this.publisher = new DeadLetterPublisher(KafkaSender.create(senderOptions(options)), options::deadLetterTopic,
+        options.messageIdHeader(), options.reconnectBackoff(), options.reconnectMaxBackoff());
+  }
+
+  static <T> ReceiverOptions<byte[], byte[]> receiverOptions(KafkaSourceOptions<T> options) {
+    Map<String, Object> props = new HashMap<>(options.consumerProperties());
+    props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, options.bootstrapServers());
+    props.put(ConsumerConfig.GROUP_ID_CONFIG, options.groupId());
+    props.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class);
+    props.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class);
+    props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
+    props.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, options.prefetch());
+    props.putIfAbsent(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, KafkaSourceOptions.DEFAULT_AUTO_OFFSET_RESET);
+    props.putIfAbsent(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, CooperativeStickyAssignor.class.getName());
+    String name = options.groupId();
+    ReceiverOptions<byte[], byte[]> receiver = ReceiverOptions.<byte[], byte[]>create(props)
+        .subscription(options.topics())
+        .commitInterval(options.commitInterval())
+        .commitBatchSize(options.commitBatchSize())
+        .maxDeferredCommits(options.maxDeferredCommits())
+        .maxDelayRebalance(options.revocationGracePeriod())
+        .commitIntervalDuringDelay(100L)
+        .closeTimeout(options.closeTimeout())
+        .addAssignListener(partitions -> log.info("Kafka source '{}' assigned {}", name, names(partitions)))
+        .addRevokeListener(partitions -> log.info("Kafka source '{}' revoked {}", name, names(partitions)));
+    if (options.meterRegistry() != null) {
+      receiver = MicrometerBinding.bind(receiver, options.meterRegistry(), name);
+    }
+    return receiver;
+  }
+
+  static <T> SenderOptions<byte[], byte[]> senderOptions(KafkaSourceOptions<T> options) {
+    Map<String, Object> props = new HashMap<>(options.producerProperties());
+    props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, options.bootstrapServers());
+    props.put(ProducerConfig.ACKS_CONFIG, "all");
+    props.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true);
+    props.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class);
+    props.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class);
+    props.putIfAbsent(ProducerConfig.CLIENT_ID_CONFIG, "idem-dlt-" + options.groupId());
+    SenderOptions<byte[], byte[]> sender = SenderOptions.<byte[], byte[]>create(props).stopOnError(false);
+    if (options.meterRegistry() != null) {
+      sender = MicrometerBinding.bind(sender, options.meterRegistry(), options.groupId());
+    }
+    return sender;
+  }
+
+  private static String names(Collection<ReceiverPartition> partitions) {
+    return partitions.stream().map(p -> p.topicPartition().toString()).sorted().toList().toString();
+  }
+
+  /**
+   * A new consumer per subscription, recreated with backoff after fatal consumer errors.
+   *
+   * @return the deliveries
+   */
+  public Flux<Delivery<T>> receive() {
+    return Flux.defer(() -> KafkaReceiver.create(receiverOptions).receive(1))
+        .map(this::toDelivery)
+        .retryWhen(Retry.backoff(Long.MAX_VALUE, options.reconnectBackoff())
+            .maxBackoff(options.reconnectMaxBackoff())
+            .doBeforeRetry(signal -> log.warn("Kafka source '{}' failed, recreating the consumer (attempt {}): {}",
+                options.groupId(), signal.totalRetriesInARow() + 1, signal.failure().toString())));
+  }
+
+  Delivery<T> toDelivery(ReceiverRecord<byte[], byte[]> record) {
+    T payload = null;
+    Throwable failure = null;
+    if (record.value() != null) {
+      try {
+        payload = options.valueDeserializer().deserialize(record.topic(), record.headers(), record.value());
+      } catch (RuntimeException e) {
+        failure = e;
+      }
+    }
+    String id;
+    try {
+      id = ids.resolve(record, payload);
+    } catch (RuntimeException e) {
+      log.warn("Message id extractor failed on {}-{}@{}; using the fallback: {}", record.topic(), record.partition(), record.offset(), e.toString());
+      id = options.offsetFallbackId() ? MessageIds.offsetId(record.topic(), record.partition(), record.offset()) : null;
+    }
+    return new KafkaDelivery<>(record, record.receiverOffset(), id, payload, failure, publisher);
+  }
+
+  @Override
+  public void close() {
+    publisher.close();
+  }
+}
