@@ -1,0 +1,33 @@
+package dev.idem.rabbit;
+
+/**
+ * How a {@link RabbitSource} dead-letters a message the pipeline gave up on.
+ */
+public enum DeadLetterMode {
+  /**
+   * The default. Publish a copy to the configured dead-letter exchange with publisher confirms
+   * and the {@code mandatory} flag, wait for the broker's confirm, then {@code basic.ack} the
+   * original. The copy keeps the body, the properties and the message id, and carries the
+   * reason headers of {@link RabbitHeaders} (reason, detail, error class and message, consumer,
+   * attempts, original exchange, routing key and queue).
+   *
+   * <p>Why the default: it is the only mode that records <em>why</em> a message failed, and the
+   * confirm makes the dead letter durable before the original is acknowledged. An unroutable
+   * dead letter (no queue bound) is returned by the broker and treated as a failed publish: it is
+   * retried while the delivery's channel is open, never acknowledged as if it had succeeded.
+   *
+   * <p>Cost: one confirmed publish per dead letter. A crash between the confirm and the ack puts
+   * a second copy into the dead-letter queue (dead letters are at-least-once; the
+   * {@link RabbitDeadLetterReplayer replayed} copies are deduplicated by the inbox).
+   */
+  PUBLISH_WITH_CONFIRMS,
+  /**
+   * {@code basic.reject} without requeue, so the broker moves the message to the queue's own
+   * {@code x-dead-letter-exchange} (see {@link RabbitTopology}). Cheap, but the broker adds only
+   * its {@code x-death} header: the reason, error and consumer are lost (they are logged).
+   * Without a dead-letter exchange on the queue the broker <em>discards</em> the message, and on
+   * classic queues broker dead-lettering is at-most-once; use it only with a declared DLX, ideally
+   * on a quorum queue with {@code x-dead-letter-strategy=at-least-once}.
+   */
+  REJECT_TO_QUEUE_DLX
+}

@@ -1,0 +1,219 @@
+package dev.idem.rabbit.internal;
+
+import com.rabbitmq.client.AMQP;
+import com.rabbitmq.client.Channel;
+import com.rabbitmq.client.Connection;
+import com.rabbitmq.client.DefaultConsumer;
+import com.rabbitmq.client.Envelope;
+import com.rabbitmq.client.ShutdownSignalException;
+import dev.idem.Delivery;
+import dev.idem.rabbit.PayloadDecoder;
+import dev.idem.rabbit.RabbitSourceOptions;
+import java.io.IOException;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.FluxSink;
+import reactor.core.scheduler.Schedulers;
+import reactor.util.retry.Retry;
+
+/**
+ * The consuming side of a RabbitMQ source: one channel with {@code basic.qos} and a manual-ack
+ * consumer per session, and a new session (new channel, new connection when needed) after any
+ * loss, with backoff.
+ *
+ * <p>Why not Reactor RabbitMQ's {@code Receiver.consumeManualAck}: it caches one connection for
+ * its lifetime (a connection the broker closed is never replaced without the client's automatic
+ * recovery), completes the {@code Flux} silently when the broker cancels the consumer, and its
+ * default acknowledgement handler retries a failed ack on the recovered channel, where the old
+ * delivery tag means nothing. Here every delivery settles on the channel that delivered it or not
+ * at all.
+ *
+ * @param <T> the payload type
+ */
+public final class RabbitReceiver<T> implements AutoCloseable {
+
+  private static final Logger log = LoggerFactory.getLogger(RabbitReceiver.class);
+
+  private final RabbitSourceOptions options;
+  private final PayloadDecoder<T> decoder;
+  private final ConnectionHolder connections;
+  private final Settler settler;
+  private final AtomicReference<ConsumerSession> current = new AtomicReference<>();
+  private final AtomicInteger peak = new AtomicInteger();
+  private final AtomicInteger sessions = new AtomicInteger();
+
+  /**
+   * Creates a receiver; nothing connects until {@link #receive()} is subscribed.
+   *
+   * @param options the options
+   * @param decoder the payload decoder
+   */
+  public RabbitReceiver(RabbitSourceOptions options, PayloadDecoder<T> decoder) {
+    this.options = options;
+    this.decoder = decoder;
+    this.connections = new ConnectionHolder(options.newConnectionFactory(), options.connectionName());
+    this.settler = new Settler(options, connections);
+  }
+
+  /**
+   * The deliveries of the queue, resubscribing after every loss until cancelled or closed.
+   *
+   * @return the deliveries
+   */
+  public Flux<Delivery<T>> receive() {
+    return Flux.defer(() -> connections.mono().flatMapMany(this::session))
+        // Deliveries buffered from a channel that has since closed cannot be acknowledged; the
+        // broker requeued them, so they are dropped here rather than processed for nothing.
+        .filter(delivery -> delivery.session().isOpen())
+        .retryWhen(Retry.backoff(Long.MAX_VALUE, options.recoveryBackoff())
+            .maxBackoff(options.maxRecoveryBackoff())
+            .transientErrors(true)
+            .filter(error -> !connections.isClosed())
+            .doBeforeRetry(signal -> log.warn("RabbitMQ consumer of queue '{}' lost ({}); resubscribing (attempt {})",
+                options.queue(), signal.failure().toString(), signal.totalRetriesInARow() + 1)))
+        .onErrorResume(error -> connections.isClosed(), error -> Flux.empty())
+        .<Delivery<T>>map(delivery -> delivery);
+  }
+
+  private Flux<RabbitDelivery<T>> session(Connection connection) {
+    return Flux.<RabbitDelivery<T>>create(sink -> {
+      Channel channel;
+      try {
+        channel = connection.createChannel();
+        if (channel == null) {
+          sink.error(new IOException("no channel available on connection " + options.connectionName()));
+          return;
+        }
+        channel.basicQos(options.prefetch());
+      } catch (IOException | RuntimeException e) {
+        sink.error(e);
+        return;
+      }
+      ConsumerSession session = new ConsumerSession(channel, peak);
+      AtomicBoolean ended = new AtomicBoolean();
+      channel.addShutdownListener(cause -> {
+        if (ended.compareAndSet(false, true)) {
+          sink.error(new ChannelLostException(options.queue(), cause));
+        }
+      });
+      DefaultConsumer consumer = new DefaultConsumer(channel) {
+        @Override
+        public void handleDelivery(String consumerTag, Envelope envelope, AMQP.BasicProperties properties, byte[] body) {
+          session.delivered();
+          sink.next(toDelivery(session, envelope, properties, body));
+        }
+
+        @Override
+        public void handleCancel(String consumerTag) {
+          if (ended.compareAndSet(false, true)) {
+            sink.error(new IOException("the broker cancelled the consumer of queue '" + options.queue()
+                + "' (queue deleted, or a cluster failover)"));
+            closeAsync(channel);
+          }
+        }
+      };
+      try {
+        channel.basicConsume(options.queue(), false, consumer);
+      } catch (IOException | RuntimeException e) {
+        if (ended.compareAndSet(false, true)) {
+          sink.error(e);
+        }
+        closeAsync(channel);
+        return;
+      }
+      current.set(session);
+      sessions.incrementAndGet();
+      log.info("Consuming queue '{}' with prefetch {} on connection '{}'", options.queue(), options.prefetch(), options.connectionName());
+      sink.onDispose(() -> {
+        ended.set(true);
+        closeAsync(channel);
+      });
+    }, FluxSink.OverflowStrategy.BUFFER);
+  }
+
+  private RabbitDelivery<T> toDelivery(ConsumerSession session, Envelope envelope, AMQP.BasicProperties properties, byte[] body) {
+    AMQP.BasicProperties props = properties != null ? properties : new AMQP.BasicProperties();
+    byte[] bytes = body != null ? body : new byte[0];
+    String id;
+    try {
+      id = options.messageId().extract(envelope, props);
+    } catch (RuntimeException e) {
+      log.warn("Message id extractor failed on a message of queue '{}'; treating it as missing: {}", options.queue(), e.toString());
+      id = null;
+    }
+    T payload = null;
+    Throwable failure = null;
+    try {
+      payload = decoder.decode(bytes, props);
+    } catch (Exception | LinkageError e) {
+      failure = e;
+    }
+    String key;
+    try {
+      key = options.orderingKey().apply(envelope, props);
+    } catch (RuntimeException e) {
+      key = null;
+    }
+    return new RabbitDelivery<>(session, settler, options.queue(), envelope, props, bytes, id, payload, failure, key);
+  }
+
+  private static void closeAsync(Channel channel) {
+    Schedulers.boundedElastic().schedule(() -> {
+      try {
+        if (channel.isOpen()) {
+          channel.close();
+        }
+      } catch (IOException | TimeoutException | RuntimeException e) {
+        // already closing; the broker requeues whatever was unacknowledged
+      }
+    });
+  }
+
+  /**
+   * Deliveries of the current channel not yet settled.
+   *
+   * @return the count, 0 before the first subscription
+   */
+  public int unsettled() {
+    ConsumerSession session = current.get();
+    return session == null ? 0 : session.unsettled();
+  }
+
+  /**
+   * The most deliveries ever unsettled at once on one channel.
+   *
+   * @return the high-water mark
+   */
+  public int peakUnsettled() {
+    return peak.get();
+  }
+
+  /**
+   * How many consumer sessions (channel subscriptions) were started.
+   *
+   * @return 1 after the first subscription, more after recoveries
+   */
+  public int sessions() {
+    return sessions.get();
+  }
+
+  @Override
+  public void close() {
+    connections.close();
+    settler.close();
+  }
+
+  /** The consuming channel or its connection closed. */
+  static final class ChannelLostException extends IOException {
+    private static final long serialVersionUID = 1L;
+
+    ChannelLostException(String queue, ShutdownSignalException cause) {
+      super("channel consuming queue '" + queue + "' closed: " + cause.getMessage(), cause);
+    }
+  }
+}

@@ -1,0 +1,25 @@
+package dev.idem.rabbit.internal;
+
+/**
+ * A delivery could not be settled with the broker. Deliberately carries its trigger as a
+ * suppressed exception, not as the cause: core's error classifier walks the cause chain and would
+ * call an {@link java.io.IOException} cause an infrastructure error, retrying a settlement that
+ * can never succeed (its channel is gone; the broker redelivers the message instead).
+ */
+public final class SettlementException extends RuntimeException {
+
+  private static final long serialVersionUID = 1L;
+
+  /**
+   * Creates the exception.
+   *
+   * @param message what failed
+   * @param trigger the underlying error, kept as suppressed, may be {@code null}
+   */
+  public SettlementException(String message, Throwable trigger) {
+    super(message + (trigger == null ? "" : ": " + trigger));
+    if (trigger != null) {
+      addSuppressed(trigger);
+    }
+  }
+}

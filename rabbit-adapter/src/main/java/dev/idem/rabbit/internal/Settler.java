@@ -1,0 +1,158 @@
+package dev.idem.rabbit.internal;
+
+import com.rabbitmq.client.AMQP;
+import com.rabbitmq.client.Channel;
+import dev.idem.DeadLetter;
+import dev.idem.rabbit.DeadLetterMode;
+import dev.idem.rabbit.RabbitHeaders;
+import dev.idem.rabbit.RabbitSourceOptions;
+import java.io.IOException;
+import java.time.Instant;
+import java.util.HashMap;
+import java.util.Map;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Scheduler;
+import reactor.core.scheduler.Schedulers;
+import reactor.rabbitmq.OutboundMessage;
+import reactor.rabbitmq.OutboundMessageResult;
+import reactor.rabbitmq.RabbitFlux;
+import reactor.rabbitmq.SendOptions;
+import reactor.rabbitmq.Sender;
+import reactor.rabbitmq.SenderOptions;
+import reactor.util.retry.Retry;
+
+/**
+ * Settles deliveries: acks and rejects on a dedicated single thread (never a database or
+ * event-loop thread), dead-letter publishes through Reactor RabbitMQ's {@link Sender} with
+ * publisher confirms and the {@code mandatory} flag.
+ */
+public final class Settler implements AutoCloseable {
+
+  private static final Logger log = LoggerFactory.getLogger(Settler.class);
+  private static final int MAX_HEADER_TEXT = 1_000;
+
+  private final RabbitSourceOptions options;
+  private final Scheduler ackScheduler;
+  private final Sender sender;
+
+  /**
+   * Creates the settler.
+   *
+   * @param options the source options
+   * @param connections the source's connections, shared with the dead-letter sender
+   */
+  public Settler(RabbitSourceOptions options, ConnectionHolder connections) {
+    this.options = options;
+    this.ackScheduler = Schedulers.newSingle("idem-rabbit-ack-" + options.queue(), true);
+    this.sender = RabbitFlux.createSender(new SenderOptions().connectionMono(connections.mono()));
+  }
+
+  Mono<Void> ack(RabbitDelivery<?> delivery) {
+    long tag = delivery.envelope().getDeliveryTag();
+    return onChannel(delivery, "ack", channel -> channel.basicAck(tag, false));
+  }
+
+  Mono<Void> deadLetter(RabbitDelivery<?> delivery, DeadLetter deadLetter) {
+    long tag = delivery.envelope().getDeliveryTag();
+    if (options.deadLetterMode() == DeadLetterMode.REJECT_TO_QUEUE_DLX) {
+      return onChannel(delivery, "reject", channel -> channel.basicReject(tag, false));
+    }
+    return publish(delivery, deadLetter)
+        // A failed publish is retried while the delivery can still be acknowledged; once its
+        // channel is gone the broker redelivers the message and it is dead-lettered again then.
+        .retryWhen(Retry.backoff(Long.MAX_VALUE, options.recoveryBackoff())
+            .maxBackoff(options.maxRecoveryBackoff())
+            .filter(error -> delivery.session().isOpen())
+            .doBeforeRetry(signal -> log.warn("Dead-letter publish of message '{}' to exchange '{}' failed, retrying: {}",
+                delivery.id(), options.deadLetterExchange(), signal.failure().toString())))
+        .onErrorMap(error -> !(error instanceof SettlementException),
+            error -> new SettlementException("dead-letter publish of message '" + delivery.id() + "' failed", error))
+        .then(onChannel(delivery, "ack after dead-letter publish", channel -> channel.basicAck(tag, false)));
+  }
+
+  private Mono<Void> publish(RabbitDelivery<?> delivery, DeadLetter deadLetter) {
+    return Mono.defer(() -> {
+      OutboundMessage message = new OutboundMessage(options.deadLetterExchange(), options.deadLetterRoutingKey(),
+          deadLetterProperties(delivery, deadLetter), delivery.body());
+      return sender.sendWithPublishConfirms(Mono.just(message), new SendOptions().trackReturned(true))
+          .next()
+          .timeout(options.confirmTimeout())
+          .flatMap(Settler::checkConfirmed);
+    });
+  }
+
+  private static Mono<Void> checkConfirmed(OutboundMessageResult<?> result) {
+    if (result.isReturned()) {
+      return Mono.error(new IOException("dead letter was unroutable (returned by the broker): is a queue bound to exchange '"
+          + result.getOutboundMessage().getExchange() + "' with routing key '" + result.getOutboundMessage().getRoutingKey() + "'?"));
+    }
+    if (!result.isAck()) {
+      return Mono.error(new IOException("dead letter was not confirmed by the broker"));
+    }
+    return Mono.empty();
+  }
+
+  AMQP.BasicProperties deadLetterProperties(RabbitDelivery<?> delivery, DeadLetter deadLetter) {
+    AMQP.BasicProperties original = delivery.properties();
+    Map<String, Object> headers = original.getHeaders() == null ? new HashMap<>() : new HashMap<>(original.getHeaders());
+    headers.put(RabbitHeaders.REASON, deadLetter.reason().name());
+    headers.put(RabbitHeaders.DETAIL, truncate(deadLetter.detail()));
+    if (deadLetter.errorClass() != null) {
+      headers.put(RabbitHeaders.ERROR_CLASS, deadLetter.errorClass());
+    } else {
+      headers.remove(RabbitHeaders.ERROR_CLASS);
+    }
+    if (deadLetter.errorMessage() != null) {
+      headers.put(RabbitHeaders.ERROR_MESSAGE, truncate(deadLetter.errorMessage()));
+    } else {
+      headers.remove(RabbitHeaders.ERROR_MESSAGE);
+    }
+    headers.put(RabbitHeaders.CONSUMER, deadLetter.consumer());
+    headers.put(RabbitHeaders.ATTEMPTS, deadLetter.attempts());
+    headers.put(RabbitHeaders.DELIVERY_ATTEMPT, delivery.deliveryAttempt());
+    headers.put(RabbitHeaders.ORIGINAL_EXCHANGE, delivery.envelope().getExchange());
+    headers.put(RabbitHeaders.ORIGINAL_ROUTING_KEY, delivery.envelope().getRoutingKey());
+    headers.put(RabbitHeaders.ORIGINAL_QUEUE, delivery.queue());
+    headers.put(RabbitHeaders.DEAD_LETTERED_AT, Instant.now().toString());
+    return original.builder().headers(headers).deliveryMode(2).build();
+  }
+
+  private static String truncate(String text) {
+    return text.length() <= MAX_HEADER_TEXT ? text : text.substring(0, MAX_HEADER_TEXT);
+  }
+
+  /** Runs a settlement on the delivery's own channel, on the ack thread; never on another channel. */
+  private Mono<Void> onChannel(RabbitDelivery<?> delivery, String what, ChannelAction action) {
+    return Mono.<Void>fromRunnable(() -> {
+      ConsumerSession session = delivery.session();
+      session.settling();
+      Channel channel = session.channel();
+      if (!channel.isOpen()) {
+        throw new SettlementException(what + " of message '" + delivery.id() + "' dropped: its channel is gone"
+            + " and the broker will redeliver the message", null);
+      }
+      try {
+        action.run(channel);
+      } catch (IOException | RuntimeException e) {
+        throw new SettlementException(what + " of message '" + delivery.id() + "' failed; the broker will redeliver the message", e);
+      }
+    }).subscribeOn(ackScheduler);
+  }
+
+  @Override
+  public void close() {
+    try {
+      sender.close();
+    } catch (RuntimeException e) {
+      log.debug("Closing the dead-letter sender failed: {}", e.toString());
+    }
+    ackScheduler.dispose();
+  }
+
+  @FunctionalInterface
+  private interface ChannelAction {
+    void run(Channel channel) throws IOException;
+  }
+}
