@@ -9,6 +9,7 @@ import org.apache.kafka.common.errors.RetriableException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Schedulers;
 import reactor.kafka.sender.KafkaSender;
 import reactor.kafka.sender.SenderRecord;
 import reactor.util.retry.Retry;
@@ -52,7 +53,9 @@ public final class DeadLetterPublisher implements AutoCloseable {
       ProducerRecord<byte[], byte[]> record = DeadLetterRecords.deadLetterRecord(topic, original, messageId, idHeader, deadLetter);
       return sender.send(Mono.just(SenderRecord.create(record, messageId)))
           .next()
-          .flatMap(result -> result.exception() == null ? Mono.<Void>empty() : Mono.<Void>error(result.exception()));
+          .flatMap(result -> result.exception() == null ? Mono.<Void>empty() : Mono.<Void>error(result.exception()))
+          // Results arrive on the producer's network thread; the pipeline must not continue there.
+          .publishOn(Schedulers.parallel());
     })
         .retryWhen(Retry.backoff(Long.MAX_VALUE, firstBackoff).maxBackoff(maxBackoff)
             .filter(DeadLetterPublisher::isRetriable)

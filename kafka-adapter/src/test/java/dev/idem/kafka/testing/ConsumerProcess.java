@@ -1,0 +1,87 @@
+package dev.idem.kafka.testing;
+
+import dev.idem.IdempotentConsumer;
+import dev.idem.Ordering;
+import dev.idem.kafka.KafkaSource;
+import dev.idem.kafka.KafkaSourceOptions;
+import dev.idem.postgres.PostgresConnections;
+import dev.idem.postgres.PostgresInbox;
+import io.r2dbc.pool.ConnectionPool;
+import java.io.File;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import reactor.core.publisher.Mono;
+
+/**
+ * A consumer in a separate JVM that a test can kill with SIGKILL: it consumes a topic into a
+ * business table ({@code message_id, payload}) through {@link IdempotentConsumer} until it is
+ * killed. {@link #start} launches it with this JVM's class path.
+ */
+public final class ConsumerProcess {
+
+  private ConsumerProcess() {}
+
+  /**
+   * Launches the consumer process.
+   *
+   * @param bootstrapServers the broker
+   * @param topic the topic
+   * @param group the consumer group
+   * @param consumer the consumer name
+   * @param table the business table
+   * @param postgresUrl the R2DBC URL of the database
+   * @param log where the process writes its output
+   * @return the running process
+   */
+  public static Process start(String bootstrapServers, String topic, String group, String consumer, String table,
+      String postgresUrl, Path log) {
+    String java = ProcessHandle.current().info().command().orElse("java");
+    List<String> command = new ArrayList<>(List.of(java, "-Xmx256m", "-XX:TieredStopAtLevel=1",
+        "-cp", System.getProperty("java.class.path"), ConsumerProcess.class.getName(),
+        bootstrapServers, topic, group, consumer, table, postgresUrl));
+    try {
+      File logFile = log.toFile();
+      return new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(logFile)).start();
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  /**
+   * Runs the consumer until the process is killed.
+   *
+   * @param args bootstrap servers, topic, group, consumer name, table, R2DBC URL
+   * @throws InterruptedException never in practice
+   */
+  public static void main(String[] args) throws InterruptedException {
+    String bootstrap = args[0];
+    String topic = args[1];
+    String group = args[2];
+    String name = args[3];
+    String table = args[4];
+    ConnectionPool pool = PostgresConnections.pool(args[5], 4);
+    IdempotentConsumer<String> consumer = IdempotentConsumer.<String>named(name)
+        .inbox(PostgresInbox.create(pool))
+        .handler((payload, tx) -> Mono.delay(Duration.ofMillis(5))
+            .then(tx.sql("INSERT INTO " + table + " (message_id, payload) VALUES ($1, $2)")
+                .bind(0, tx.messageId()).bind(1, payload).execute()))
+        .concurrency(4)
+        .ordering(Ordering.UNORDERED)
+        .build();
+    KafkaSource<String> source = KafkaSource.create(KafkaSourceOptions.<String>builder()
+        .bootstrapServers(bootstrap).groupId(group).topics(topic)
+        .valueDeserializer(new StrictUtf8Deserializer())
+        .commitInterval(Duration.ofMillis(200))
+        // A killed member must leave the group quickly so that the restarted one gets its partitions.
+        .consumerProperty("session.timeout.ms", 6000)
+        .consumerProperty("heartbeat.interval.ms", 1000)
+        .build());
+    consumer.process(source.receive()).subscribe();
+    System.out.println("consumer process started");
+    Thread.currentThread().join();
+  }
+}
