@@ -38,7 +38,7 @@ final class RabbitFixture implements AutoCloseable {
   private final List<AutoCloseable> resources = new ArrayList<>();
   private final List<Disposable> running = new ArrayList<>();
 
-  RabbitFixture(String prefix, RabbitTopology.QueueType type) throws Exception {
+  RabbitFixture(String prefix, RabbitTopology.QueueType type) throws java.io.IOException {
     this.queue = PostgresService.uniqueName(prefix);
     this.deadLetterQueue = RabbitTopology.deadLetterQueue(queue);
     this.consumer = PostgresService.uniqueName(prefix + "_consumer");
@@ -134,7 +134,7 @@ final class RabbitFixture implements AutoCloseable {
   }
 
   @Override
-  public void close() throws Exception {
+  public void close() throws java.io.IOException {
     stopConsumers();
     try {
       RabbitTopology.delete(rabbit.admin(), queue);

@@ -36,7 +36,7 @@ public final class DeliveryAttempts {
     if (previous < 0) {
       return fromFlag;
     }
-    long attempt = Math.min(Integer.MAX_VALUE, previous + 1);
-    return Math.max(fromFlag, (int) attempt);
+    int attempt = previous >= Integer.MAX_VALUE - 1L ? Integer.MAX_VALUE : (int) previous + 1;
+    return Math.max(fromFlag, attempt);
   }
 }
