@@ -10,6 +10,7 @@ import dev.idem.Outcome;
 import dev.idem.RetryPolicy;
 import dev.idem.kafka.testing.KafkaService;
 import dev.idem.kafka.testing.StrictUtf8Deserializer;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
@@ -52,10 +53,15 @@ class KafkaDeadLetterIntegrationTests {
           .ordering(Ordering.BY_PARTITION)
           .build();
       Map<String, Outcome.Status> outcomes = new ConcurrentHashMap<>();
-      try (KafkaSource<String> source = KafkaSource.create(s.options().build())) {
+      SimpleMeterRegistry registry = new SimpleMeterRegistry();
+      try (KafkaSource<String> source = KafkaSource.create(s.options().meterRegistry(registry).build())) {
         Disposable running = consumer.process(source.receive()).subscribe(o -> outcomes.put(o.messageId(), o.status()));
         try {
           await().atMost(TIMEOUT).untilAsserted(() -> assertThat(s.committed()).containsEntry(0, 7L));
+          // Kafka's own client metrics reach the application's registry, consumer and dead-letter producer alike.
+          await().atMost(TIMEOUT).untilAsserted(() -> assertThat(registry.getMeters())
+              .anySatisfy(m -> assertThat(m.getId().getName()).startsWith("kafka.consumer."))
+              .anySatisfy(m -> assertThat(m.getId().getName()).startsWith("kafka.producer.")));
         } finally {
           running.dispose();
         }

@@ -30,6 +30,16 @@ public final class EmbeddedKafkaBroker {
   private final int controllerPort;
   private volatile KafkaRaftServer server;
 
+  /**
+   * A new broker with its own data directory and ports, formatted but not started. Most tests
+   * share the one {@link KafkaService#get()} provides; a test that stops its broker uses its own.
+   *
+   * @return the broker; call {@link #start()}, and {@link #destroy()} when done
+   */
+  public static EmbeddedKafkaBroker create() {
+    return new EmbeddedKafkaBroker();
+  }
+
   EmbeddedKafkaBroker() {
     try {
       this.dataDir = Files.createTempDirectory("idem-kafka-");
@@ -103,7 +113,7 @@ public final class EmbeddedKafkaBroker {
   }
 
   /** Stops the broker and deletes its data. */
-  void destroy() {
+  public void destroy() {
     stop();
     try (Stream<Path> paths = Files.walk(dataDir)) {
       paths.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
