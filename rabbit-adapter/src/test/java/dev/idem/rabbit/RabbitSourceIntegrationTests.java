@@ -49,6 +49,8 @@ class RabbitSourceIntegrationTests {
       assertThat(f.distinctEffects()).isEqualTo(unique);
       assertThat(source.unsettled()).as("deliveries not yet acked").isZero();
       assertThat(source.peakUnsettled()).isLessThanOrEqualTo(64);
+      System.out.printf("dedup: %d processed, %d duplicates, peak unacked %d%n",
+          f.outcomes(Outcome.Status.PROCESSED), f.outcomes(Outcome.Status.DUPLICATE), source.peakUnsettled());
 
       f.stopConsumers();
       // Closing the connection requeues anything unacknowledged: an empty queue now proves every
