@@ -119,6 +119,16 @@ public final class RabbitSource<T> implements AutoCloseable {
   }
 
   /**
+   * The number of ready messages in a queue (a passive declare on a short-lived channel).
+   *
+   * @param queue the queue, e.g. this source's queue or its dead-letter queue
+   * @return the count; errors when the queue does not exist or the broker is unreachable
+   */
+  public reactor.core.publisher.Mono<Long> readyCount(String queue) {
+    return receiver.readyCount(Objects.requireNonNull(queue, "queue"));
+  }
+
+  /**
    * Closes the connection; unacknowledged messages go back to the queue, the {@link #receive()}
    * stream completes, later settlements fail and leave their messages to redelivery.
    */

@@ -175,6 +175,23 @@ public final class RabbitReceiver<T> implements AutoCloseable {
   }
 
   /**
+   * The ready-message count of a queue by a passive declare on a short-lived channel of this
+   * receiver's connection.
+   *
+   * @param queue the queue
+   * @return the count; errors when the queue does not exist or the broker is unreachable
+   */
+  public reactor.core.publisher.Mono<Long> readyCount(String queue) {
+    return connections.mono().map(connection -> {
+      try (Channel channel = connection.createChannel()) {
+        return (long) channel.queueDeclarePassive(queue).getMessageCount();
+      } catch (IOException | TimeoutException e) {
+        throw new IllegalStateException("passive declare of queue '" + queue + "' failed", e);
+      }
+    });
+  }
+
+  /**
    * Deliveries of the current channel not yet settled.
    *
    * @return the count, 0 before the first subscription
