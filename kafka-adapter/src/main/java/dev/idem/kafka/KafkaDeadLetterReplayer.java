@@ -146,8 +146,6 @@ public final class KafkaDeadLetterReplayer {
       }
       List<TopicPartition> partitions = infos.stream().map(i -> new TopicPartition(i.topic(), i.partition()))
           .sorted(java.util.Comparator.comparingInt(TopicPartition::partition)).toList();
-      consumer.assign(partitions);
-      consumer.seekToBeginning(partitions);
       Map<TopicPartition, Long> end = consumer.endOffsets(partitions, timeout);
       for (TopicPartition tp : partitions) {
         List<ConsumerRecord<byte[], byte[]>> ofPartition = new ArrayList<>();

@@ -28,7 +28,10 @@ import reactor.core.publisher.Flux;
  *   <li><b>Dead letters are durable first.</b> A dead-lettered record goes to
  *       {@code <topic>.DLT} (configurable) with its key, value bytes, message id and the
  *       {@link DeadLetterHeaders}, by an idempotent {@code acks=all} producer; its offset is
- *       settled only after the broker acknowledged that record.</li>
+ *       settled only after the broker acknowledged that record. Create the dead-letter topics
+ *       beforehand (or let the broker auto-create them): while a dead-letter topic cannot be
+ *       written, the publish is retried, the record stays unsettled and holds back the commits
+ *       of its partition.</li>
  *   <li><b>Backpressure.</b> When the pipeline has no demand, or too many settled records wait
  *       behind an unsettled one, the consumer pauses its partitions and keeps polling, so a slow
  *       handler never exceeds {@code max.poll.interval.ms}.</li>
