@@ -12,7 +12,7 @@ import java.util.function.Consumer;
 
 /**
  * Immutable settings of a {@link RabbitSource}, built with {@link #builder(String)}. Setters check
- * their argument and name it in the error; {@link #build()} checks the combination.
+ * their argument and name it in the error; {@link Builder#build()} checks the combination.
  * {@link #toString()} masks the password of the URI.
  *
  * <p>Prefetch and the pipeline: {@code prefetch} is the broker's {@code basic.qos}, the most

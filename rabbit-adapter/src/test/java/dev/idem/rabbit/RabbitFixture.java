@@ -45,9 +45,18 @@ final class RabbitFixture implements AutoCloseable {
     this.effects = PostgresService.uniqueName(prefix + "_effects");
     this.pool = postgres.pool(16);
     this.inbox = PostgresInbox.create(pool, PostgresService.uniqueName(prefix + "_inbox"));
-    RabbitTopology.declare(rabbit.admin(), queue, type);
-    postgres.execute("CREATE TABLE " + effects + " (message_id text NOT NULL, body text NOT NULL)");
-    inbox.createSchemaIfAbsent().block(Duration.ofSeconds(60));
+    try {
+      RabbitTopology.declare(rabbit.admin(), queue, type);
+      postgres.execute("CREATE TABLE " + effects + " (message_id text NOT NULL, body text NOT NULL)");
+      inbox.createSchemaIfAbsent().block(Duration.ofSeconds(60));
+    } catch (RuntimeException | java.io.IOException e) {
+      try {
+        close();
+      } catch (RuntimeException | java.io.IOException cleanup) {
+        e.addSuppressed(cleanup);
+      }
+      throw e;
+    }
   }
 
   /** Options for this fixture's queue with a unique connection name. */
