@@ -8,9 +8,12 @@ import reactor.core.publisher.Mono;
  * Base class for adapters that makes settlement idempotent and thread-safe.
  *
  * <p>The first call to {@link #ack()} or {@link #deadLetter(DeadLetter)} runs
- * {@link #doAck()} or {@link #doDeadLetter(DeadLetter)} once and caches its outcome; every later
- * call (of either method, from any thread) replays that outcome. A settlement that failed stays
- * failed: the broker redelivers such a message, and the dedup table absorbs the redelivery.
+ * {@link #doAck()} or {@link #doDeadLetter(DeadLetter)}; calls made while it runs, and every
+ * call after it succeeded (of either method, from any thread), share that one settlement. A
+ * settlement that failed is forgotten, so a later call tries again (the pipeline retries a
+ * dead-letter publish that failed on broken infrastructure); an adapter whose settlement cannot
+ * be repeated (an ack on a channel that has closed) must keep failing it in
+ * {@code doAck}/{@code doDeadLetter}, and the broker then redelivers the message.
  *
  * @param <T> the payload type
  */
@@ -30,9 +33,9 @@ public abstract class AbstractDelivery<T> implements Delivery<T> {
   }
 
   /**
-   * Tells whether {@link #ack()} or {@link #deadLetter(DeadLetter)} has been called.
+   * Tells whether a settlement is running or has succeeded.
    *
-   * @return {@code true} once a settlement was started
+   * @return {@code true} once a settlement was started and has not failed
    */
   public final boolean isSettled() {
     return settlement.get() != null;
@@ -44,8 +47,16 @@ public abstract class AbstractDelivery<T> implements Delivery<T> {
       if (existing != null) {
         return existing;
       }
-      Mono<Void> mine = Mono.defer(action).cache();
-      return settlement.compareAndSet(null, mine) ? mine : settlement.get();
+      AtomicReference<Mono<Void>> self = new AtomicReference<>();
+      Mono<Void> mine = Mono.defer(action)
+          .doOnError(error -> settlement.compareAndSet(self.get(), null))
+          .cache();
+      self.set(mine);
+      if (settlement.compareAndSet(null, mine)) {
+        return mine;
+      }
+      Mono<Void> winner = settlement.get();
+      return winner != null ? winner : settleOnce(action);
     });
   }
 

@@ -52,7 +52,41 @@ class AbstractDeliveryTests {
   }
 
   @Test
-  void aFailedSettlementStaysFailed() {
+  void aFailedSettlementIsForgottenSoALaterCallTriesAgain() {
+    AtomicInteger calls = new AtomicInteger();
+    AbstractDelivery<String> flaky = new AbstractDelivery<>() {
+      @Override
+      public String id() {
+        return "id";
+      }
+
+      @Override
+      public String payload() {
+        return "p";
+      }
+
+      @Override
+      protected Mono<Void> doAck() {
+        return Mono.error(new IllegalStateException("not used"));
+      }
+
+      @Override
+      protected Mono<Void> doDeadLetter(DeadLetter deadLetter) {
+        return calls.incrementAndGet() == 1 ? Mono.error(new java.io.IOException("broker away")) : Mono.empty();
+      }
+    };
+    DeadLetter letter = DeadLetter.rejected(DeadLetterReason.MISSING_ID, "test", "c");
+
+    StepVerifier.create(flaky.deadLetter(letter)).expectErrorMessage("broker away").verify();
+    assertThat(flaky.isSettled()).isFalse();
+    StepVerifier.create(flaky.deadLetter(letter)).verifyComplete();
+    StepVerifier.create(flaky.deadLetter(letter)).verifyComplete();
+    assertThat(calls.get()).isEqualTo(2);
+    assertThat(flaky.isSettled()).isTrue();
+  }
+
+  @Test
+  void anAckThatKeepsFailingNeverReachesTheBroker() {
     TestDelivery<String> lost = TestDelivery.of("id", "p").withLostAck();
     StepVerifier.create(lost.ack()).expectErrorMessage("simulated crash between commit and ack").verify();
     StepVerifier.create(lost.ack()).expectErrorMessage("simulated crash between commit and ack").verify();
