@@ -109,7 +109,8 @@ public final class RefundNotificationsExample {
   public static Report run(DemoEnvironment env) {
     int refunds = env.intFlag("refunds", 200);
     String rabbitUri = env.rabbitUri();
-    String queue = "idem-demo-refunds-" + Long.toString(System.currentTimeMillis(), 36);
+    String run = Long.toString(System.currentTimeMillis(), 36);
+    String queue = "idem-demo-refunds-" + run;
     ConnectionPool pool = PostgresConnections.pool(env.postgresUrl(), 8);
     try {
       PostgresInbox inbox = PostgresInbox.create(pool);
@@ -121,7 +122,8 @@ public final class RefundNotificationsExample {
           .concatMap(sql -> Mono.from(c.createStatement(sql).execute()).flatMap(r -> Mono.from(r.getRowsUpdated())))
           .then(), io.r2dbc.spi.Connection::close).block();
 
-      long published = declareAndPublish(rabbitUri, queue, refunds);
+      // Refund ids are unique per run: the inbox remembers ids of earlier runs, as it should.
+      long published = declareAndPublish(rabbitUri, queue, refunds, "refund-" + run + "-");
 
       IdempotentConsumer<String> notifications = IdempotentConsumer.<String>named("refund-notifications")
           .inbox(inbox)
@@ -148,7 +150,7 @@ public final class RefundNotificationsExample {
     }
   }
 
-  private static long declareAndPublish(String uri, String queue, int refunds) {
+  private static long declareAndPublish(String uri, String queue, int refunds, String idPrefix) {
     ConnectionFactory factory = new ConnectionFactory();
     try {
       factory.setUri(uri);
@@ -158,10 +160,10 @@ public final class RefundNotificationsExample {
           channel.confirmSelect();
           long published = 0;
           for (int i = 0; i < refunds; i++) {
-            publish(channel, queue, "refund-" + i, 500 + i);
+            publish(channel, queue, idPrefix + i, 500 + i);
             published++;
             if (i % 10 == 3) { // the same refund event again: a redelivery from upstream
-              publish(channel, queue, "refund-" + i, 500 + i);
+              publish(channel, queue, idPrefix + i, 500 + i);
               published++;
             }
           }
