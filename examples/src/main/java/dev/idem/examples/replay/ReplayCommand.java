@@ -26,25 +26,39 @@ public final class ReplayCommand {
    */
   public static void main(String[] args) {
     DemoEnvironment env = DemoEnvironment.fromArgs(args);
+    try {
+      long replayed = replay(env);
+      System.out.println("replayed " + replayed + " dead letter(s) from " + env.flag("dlt", env.flag("dlq", "")));
+      System.exit(0);
+    } catch (IllegalArgumentException e) {
+      System.err.println(e.getMessage());
+      System.exit(2);
+    }
+  }
+
+  /**
+   * Replays the dead letters the flags select.
+   *
+   * @param env the flags and services
+   * @return how many dead letters were replayed
+   * @throws IllegalArgumentException when the flags name neither or both of {@code --dlt} and {@code --dlq}
+   */
+  public static long replay(DemoEnvironment env) {
     String id = env.flag("id", null);
     String reason = env.flag("reason", null);
     String dlt = env.flag("dlt", null);
     String dlq = env.flag("dlq", null);
     if ((dlt == null) == (dlq == null)) {
-      System.err.println("usage: ReplayCommand (--kafka=BOOTSTRAP --dlt=TOPIC | --rabbit=AMQP_URI --dlq=QUEUE) [--id=MESSAGE_ID] [--reason=REASON]");
-      System.exit(2);
+      throw new IllegalArgumentException(
+          "usage: ReplayCommand (--kafka=BOOTSTRAP --dlt=TOPIC | --rabbit=AMQP_URI --dlq=QUEUE) [--id=MESSAGE_ID] [--reason=REASON]");
     }
-    long replayed;
     if (dlt != null) {
-      replayed = KafkaDeadLetterReplayer.create(env.kafkaBootstrap())
+      return KafkaDeadLetterReplayer.create(env.kafkaBootstrap())
           .replay(dlt, r -> (id == null || id.equals(r.messageId())) && (reason == null || reason.equals(r.reason())));
-    } else {
-      try (RabbitDeadLetterReplayer replayer = RabbitDeadLetterReplayer.create(env.rabbitUri())) {
-        replayed = replayer.replay(dlq, m -> (id == null || id.equals(m.messageId())) && (reason == null || reason.equals(m.reason())))
-            .blockOptional().orElse(0L);
-      }
     }
-    System.out.println("replayed " + replayed + " dead letter(s) from " + (dlt != null ? dlt : dlq));
-    System.exit(0);
+    try (RabbitDeadLetterReplayer replayer = RabbitDeadLetterReplayer.create(env.rabbitUri())) {
+      return replayer.replay(dlq, m -> (id == null || id.equals(m.messageId())) && (reason == null || reason.equals(m.reason())))
+          .blockOptional().orElse(0L);
+    }
   }
 }
