@@ -10,12 +10,15 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.Set;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.ConsumerGroupDescription;
 import org.apache.kafka.clients.admin.ListOffsetsResult;
+import org.apache.kafka.clients.admin.MemberDescription;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
@@ -193,6 +196,28 @@ public final class KafkaService {
           .collect(Collectors.toMap(e -> e.getKey().partition(), e -> e.getValue().offset()));
     } catch (Exception e) {
       throw new IllegalStateException("Could not list the offsets of group " + groupId, e);
+    }
+  }
+
+  /**
+   * The partitions of a topic that each member of a consumer group owns, as the group
+   * coordinator sees it ({@code describeConsumerGroups}): it changes when a rebalance completes,
+   * so a member listed with partitions here has been given them.
+   *
+   * @param groupId the group
+   * @param topic the topic
+   * @return member id to its partition numbers (empty for a member without partitions); no entry
+   *     for a group without members
+   */
+  public Map<String, Set<Integer>> assignments(String groupId, String topic) {
+    try {
+      ConsumerGroupDescription group = admin.describeConsumerGroups(List.of(groupId)).describedGroups().get(groupId)
+          .get(30, TimeUnit.SECONDS);
+      return group.members().stream().collect(Collectors.toMap(MemberDescription::consumerId,
+          m -> m.assignment().topicPartitions().stream().filter(tp -> tp.topic().equals(topic))
+              .map(TopicPartition::partition).collect(Collectors.toSet())));
+    } catch (Exception e) {
+      throw new IllegalStateException("Could not describe group " + groupId, e);
     }
   }
 
