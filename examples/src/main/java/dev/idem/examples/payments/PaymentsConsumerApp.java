@@ -53,6 +53,10 @@ public final class PaymentsConsumerApp {
         .groupId(env.flag("group", "payments"))
         .topics(topic)
         .valueDeserializer(new PaymentEvent.ValueDeserializer())
+        // A crashed member holds its partitions until its session expires, and a rebalance waits
+        // up to max.poll.interval.ms for members to rejoin: keep both short for a quick takeover.
+        .consumerProperty("session.timeout.ms", 10_000)
+        .consumerProperty("max.poll.interval.ms", 60_000)
         .build());
     source.receive()
         .transform(payments::process)

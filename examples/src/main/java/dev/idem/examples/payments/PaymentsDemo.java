@@ -3,6 +3,8 @@ package dev.idem.examples.payments;
 import dev.idem.Outcome;
 import dev.idem.examples.ChildProcess;
 import dev.idem.examples.DemoEnvironment;
+import dev.idem.kafka.DeadLetterRecord;
+import dev.idem.kafka.KafkaDeadLetterReplayer;
 import io.r2dbc.spi.Connection;
 import io.r2dbc.spi.ConnectionFactories;
 import io.r2dbc.spi.ConnectionFactory;
@@ -66,13 +68,16 @@ public final class PaymentsDemo {
    * @param deliveriesSeen outcomes reported by the consumer processes (redeliveries included)
    * @param effects ledger rows written, i.e. effects applied
    * @param duplicates deliveries recognised as duplicates
-   * @param deadLetters records on the dead-letter topic
+   * @param deadLetters distinct message ids on the dead-letter topic (a consumer killed between
+   *     the dead-letter publish and the offset commit publishes that dead letter again on
+   *     redelivery; replay deduplicates by id)
+   * @param deadLetterRecords records on the dead-letter topic
    * @param crashedAfterEffects effects applied when the first consumer was killed
    * @param balancesMatch whether every balance equals the sum of its distinct events
    * @param offsetsAtEnd whether the committed offsets reached the end of every partition
    */
   public record Report(long events, long published, long deliveriesSeen, long effects, long duplicates,
-      long deadLetters, long crashedAfterEffects, boolean balancesMatch, boolean offsetsAtEnd) {
+      long deadLetters, long deadLetterRecords, long crashedAfterEffects, boolean balancesMatch, boolean offsetsAtEnd) {
 
     /**
      * Whether every check passed.
@@ -92,7 +97,7 @@ public final class PaymentsDemo {
           String.format("  deliveries seen (with redeliveries)      %8d", deliveriesSeen),
           String.format("  effects applied                          %8d", effects),
           String.format("  duplicates suppressed                    %8d", duplicates),
-          String.format("  dead letters                             %8d", deadLetters),
+          String.format("  dead letters (distinct ids)              %8d  (%d records)", deadLetters, deadLetterRecords),
           String.format("  consumer killed (SIGKILL) after effects  %8d", crashedAfterEffects),
           "  every balance = sum of its distinct events: " + (balancesMatch ? "yes" : "NO"),
           "  offsets committed to the end:               " + (offsetsAtEnd ? "yes" : "NO"),
@@ -145,33 +150,41 @@ public final class PaymentsDemo {
       Path log = Files.createTempFile("idem-payments-consumer-", ".log");
       String[] childArgs = {"--kafka=" + bootstrap, "--postgres=" + postgresUrl, "--topic=" + topic, "--group=" + group};
 
-      ChildProcess first = ChildProcess.start(PaymentsConsumerApp.class, log, line -> count(line, seen), childArgs);
+      java.util.function.Consumer<String> onLine = line -> count(line, seen, log);
+      ChildProcess first = ChildProcess.start(PaymentsConsumerApp.class, log, onLine, childArgs);
       long crashedAfter = awaitEffects(db, events * 4L / 10, first);
       first.kill();
       System.out.printf("[demo] killed consumer process %d with SIGKILL after %d effects%n", first.pid(), crashedAfter);
 
       boolean offsetsAtEnd;
-      long deadLetters;
-      try (ChildProcess second = ChildProcess.start(PaymentsConsumerApp.class, log, line -> count(line, seen), childArgs)) {
+      List<DeadLetterRecord> deadLetters;
+      try (ChildProcess second = ChildProcess.start(PaymentsConsumerApp.class, log, onLine, childArgs)) {
         System.out.printf("[demo] restarted the consumer as process %d; its log: %s%n", second.pid(), log);
         awaitEffects(db, events, second);
         offsetsAtEnd = awaitOffsetsAtEnd(admin, topic, group);
-        deadLetters = countRecords(admin, bootstrap, topic + ".DLT");
+        deadLetters = KafkaDeadLetterReplayer.create(bootstrap).read(topic + ".DLT");
       }
       long effects = queryLong(db, "SELECT count(*) FROM " + Payments.LEDGER);
       boolean balancesMatch = balancesMatch(db, expectedBalances);
       long deliveriesSeen = seen.values().stream().mapToLong(AtomicLong::get).sum();
+      long distinctDeadLetters = deadLetters.stream().map(DeadLetterRecord::messageId).distinct().count();
       return new Report(events, published, deliveriesSeen, effects, seen.get(Outcome.Status.DUPLICATE).get(),
-          deadLetters, crashedAfter, balancesMatch, offsetsAtEnd);
+          distinctDeadLetters, deadLetters.size(), crashedAfter, balancesMatch, offsetsAtEnd);
     } catch (Exception e) {
       throw new IllegalStateException("The payments demo failed: " + e.getMessage(), e);
     }
   }
 
-  private static void count(String line, Map<Outcome.Status, AtomicLong> seen) {
+  private static void count(String line, Map<Outcome.Status, AtomicLong> seen, Path log) {
     if (line.startsWith("OUTCOME ")) {
       String status = line.split(" ")[1];
       seen.get(Outcome.Status.valueOf(status)).incrementAndGet();
+    } else {
+      try {
+        Files.writeString(log, line + System.lineSeparator(), java.nio.file.StandardOpenOption.APPEND);
+      } catch (java.io.IOException e) {
+        // the log is a convenience; the report does not depend on it
+      }
     }
   }
 
@@ -246,13 +259,6 @@ public final class PaymentsDemo {
       Thread.sleep(100);
     }
     return false;
-  }
-
-  private static long countRecords(Admin admin, String bootstrap, String topic) throws Exception {
-    var partitions = admin.describeTopics(List.of(topic)).allTopicNames().get().get(topic).partitions();
-    Map<TopicPartition, OffsetSpec> latest = new HashMap<>();
-    partitions.forEach(p -> latest.put(new TopicPartition(topic, p.partition()), OffsetSpec.latest()));
-    return admin.listOffsets(latest).all().get().values().stream().mapToLong(info -> info.offset()).sum();
   }
 
   private static boolean balancesMatch(ConnectionFactory db, Map<Integer, Long> expected) {
