@@ -6,6 +6,9 @@ import io.r2dbc.spi.R2dbcTimeoutException;
 import io.r2dbc.spi.R2dbcTransientResourceException;
 import java.io.IOException;
 import java.net.ConnectException;
+import java.net.SocketException;
+import java.net.SocketTimeoutException;
+import java.net.UnknownHostException;
 import java.nio.channels.ClosedChannelException;
 import java.util.concurrent.TimeoutException;
 
@@ -16,12 +19,19 @@ import java.util.concurrent.TimeoutException;
  * <ul>
  *   <li>{@link ErrorKind#INFRASTRUCTURE} for lost or refused database connections
  *       ({@link R2dbcNonTransientResourceException}, {@link R2dbcTransientResourceException}),
- *       timeouts ({@link R2dbcTimeoutException}, {@link TimeoutException}), I/O errors, and the
+ *       timeouts ({@link R2dbcTimeoutException}, {@link TimeoutException}), network I/O errors
+ *       ({@link SocketException}, {@link ConnectException}, {@link SocketTimeoutException},
+ *       {@link UnknownHostException}, {@link ClosedChannelException}, Netty's I/O errors), and the
  *       PostgreSQL SQLSTATEs of class 08 (connection exception), 53 (insufficient resources),
  *       57P01..57P03 (server shutting down or starting);</li>
  *   <li>{@link ErrorKind#NON_RETRYABLE} for {@link NonRetryableException};</li>
  *   <li>{@link ErrorKind#RETRYABLE} for everything else.</li>
  * </ul>
+ * Other {@link IOException}s (a JSON library's parse error, say) are not infrastructure: they
+ * are retried and then dead-lettered like any handler error. Independently of the classifier,
+ * the pipeline treats errors of the transaction itself (acquiring a connection, BEGIN, the dedup
+ * insert, COMMIT, the transaction timeout) as infrastructure unless they are classified
+ * {@link ErrorKind#NON_RETRYABLE}: they are never the message's fault.
  * Compose a custom classifier with {@link #orElse(ErrorClassifier)} to keep these rules.
  */
 @FunctionalInterface
@@ -74,9 +84,11 @@ public interface ErrorClassifier {
         || t instanceof R2dbcTransientResourceException
         || t instanceof R2dbcTimeoutException
         || t instanceof TimeoutException
-        || t instanceof ConnectException
+        || t instanceof SocketException
+        || t instanceof SocketTimeoutException
+        || t instanceof UnknownHostException
         || t instanceof ClosedChannelException
-        || t instanceof IOException) {
+        || (t instanceof IOException && t.getClass().getName().startsWith("io.netty."))) {
       return true;
     }
     if (t instanceof R2dbcException r2dbc && r2dbc.getSqlState() != null) {

@@ -64,6 +64,8 @@ public final class IdempotentConsumer<T> {
   public static final Ordering DEFAULT_ORDERING = Ordering.BY_KEY;
   /** Default longest accepted message id, in characters: {@value}. */
   public static final int DEFAULT_MAX_ID_LENGTH = 255;
+  /** Default longest time one transaction attempt may take: 60 s. */
+  public static final Duration DEFAULT_TRANSACTION_TIMEOUT = Duration.ofSeconds(60);
 
   private static final Logger log = LoggerFactory.getLogger(IdempotentConsumer.class);
 
@@ -78,6 +80,7 @@ public final class IdempotentConsumer<T> {
   private final ErrorClassifier classifier;
   private final int maxIdLength;
   private final ConsumerMetrics metrics;
+  private final Duration transactionTimeout;
 
   private IdempotentConsumer(Builder<T> b) {
     this.name = b.name;
@@ -91,6 +94,7 @@ public final class IdempotentConsumer<T> {
     this.classifier = b.classifier;
     this.maxIdLength = b.maxIdLength;
     this.metrics = b.metrics;
+    this.transactionTimeout = b.transactionTimeout;
   }
 
   /**
@@ -127,7 +131,12 @@ public final class IdempotentConsumer<T> {
   }
 
   private String laneKey(Delivery<T> delivery) {
-    return ordering == Ordering.BY_KEY ? delivery.orderingKey() : delivery.partition();
+    try {
+      return ordering == Ordering.BY_KEY ? delivery.orderingKey() : delivery.partition();
+    } catch (RuntimeException e) {
+      // A delivery that cannot say its key is not ordered; validate() decides whether it is processable.
+      return null;
+    }
   }
 
   /** One message, from validation to settlement. */
@@ -139,8 +148,9 @@ public final class IdempotentConsumer<T> {
         return deadLetter(delivery, rejection);
       }
       AtomicInteger attempts = new AtomicInteger();
+      AtomicInteger retryableFailures = new AtomicInteger();
       return Mono.defer(() -> attemptOnce(delivery, attempts.incrementAndGet()))
-          .retryWhen(messageRetry(delivery))
+          .retryWhen(messageRetry(delivery, retryableFailures))
           .retryWhen(infrastructureRetry(delivery))
           .flatMap(inserted -> ack(delivery, inserted ? Outcome.Status.PROCESSED : Outcome.Status.DUPLICATE, attempts.get()))
           .onErrorResume(error -> deadLetter(delivery, deadLetterFor(error, attempts.get())))
@@ -148,11 +158,16 @@ public final class IdempotentConsumer<T> {
     });
   }
 
-  /** One transaction: the dedup row, then the handler if the row is new. */
+  /**
+   * One transaction: the dedup row, then the handler if the row is new. Errors of the handler
+   * arrive wrapped in {@link HandlerFailure}; any other error came from the transaction itself
+   * (acquiring a connection, BEGIN, the inbox insert, COMMIT, the timeout).
+   */
   private Mono<Boolean> attemptOnce(Delivery<T> delivery, int attempt) {
     long start = System.nanoTime();
     return transactions.inTransaction(connection -> inbox.record(connection, name, delivery.id())
             .flatMap(inserted -> inserted ? runHandler(delivery, new TxHandle(connection, delivery.id(), name)) : Mono.just(false)))
+        .timeout(transactionTimeout)
         .doOnSuccess(inserted -> metrics.transaction(delivery, Duration.ofNanos(System.nanoTime() - start), true))
         .doOnError(error -> metrics.transaction(delivery, Duration.ofNanos(System.nanoTime() - start), false));
   }
@@ -161,49 +176,85 @@ public final class IdempotentConsumer<T> {
     long start = System.nanoTime();
     return Mono.defer(() -> Flux.from(Objects.requireNonNull(handler.handle(delivery.payload(), tx), "handler returned null")).then())
         .doOnSuccess(ignored -> metrics.handler(delivery, Duration.ofNanos(System.nanoTime() - start)))
+        .onErrorMap(HandlerFailure::new)
         .thenReturn(true);
   }
 
-  private Retry messageRetry(Delivery<T> delivery) {
-    return Retry.backoff(retryPolicy.maxAttempts() - 1L, retryPolicy.firstBackoff())
+  /**
+   * Retries retryable failures until {@code maxAttempts} of them happened for this delivery; the
+   * count survives the resubscriptions of the infrastructure retry around it, so alternating
+   * failure kinds cannot keep a message alive forever.
+   */
+  private Retry messageRetry(Delivery<T> delivery, AtomicInteger retryableFailures) {
+    return Retry.backoff(Long.MAX_VALUE, retryPolicy.firstBackoff())
         .maxBackoff(retryPolicy.maxBackoff())
-        .filter(error -> kindOf(error) == ErrorKind.RETRYABLE)
-        .doBeforeRetry(signal -> metrics.retrying(delivery, signal.failure(), ErrorKind.RETRYABLE))
-        .onRetryExhaustedThrow((spec, signal) -> new RetriesExhaustedException(signal.totalRetries() + 1, signal.failure()));
+        .filter(error -> kindOf(error) == ErrorKind.RETRYABLE && retryableFailures.incrementAndGet() < retryPolicy.maxAttempts())
+        .doBeforeRetry(signal -> metrics.retrying(delivery, cause(signal.failure()), ErrorKind.RETRYABLE));
   }
 
   private Retry infrastructureRetry(Delivery<T> delivery) {
     return Retry.backoff(Long.MAX_VALUE, retryPolicy.infrastructureBackoff())
         .maxBackoff(retryPolicy.infrastructureMaxBackoff())
-        .filter(error -> !(error instanceof RetriesExhaustedException) && kindOf(error) == ErrorKind.INFRASTRUCTURE)
+        .filter(error -> kindOf(error) == ErrorKind.INFRASTRUCTURE)
         .doBeforeRetry(signal -> {
-          metrics.retrying(delivery, signal.failure(), ErrorKind.INFRASTRUCTURE);
+          metrics.retrying(delivery, cause(signal.failure()), ErrorKind.INFRASTRUCTURE);
           if (signal.totalRetriesInARow() == 0) {
             log.warn("Consumer '{}': infrastructure unavailable while processing message '{}'; backing off and retrying until it is back: {}",
-                name, delivery.id(), signal.failure().toString());
+                name, idForLogs(delivery), cause(signal.failure()).toString());
           } else {
             log.debug("Consumer '{}': still waiting for infrastructure for message '{}' (retry {}): {}",
-                name, delivery.id(), signal.totalRetriesInARow() + 1, signal.failure().toString());
+                name, idForLogs(delivery), signal.totalRetriesInARow() + 1, cause(signal.failure()).toString());
           }
         });
   }
 
+  /**
+   * The handler's errors are classified as they are. An error of the transaction itself is not
+   * the message's fault (a refused connection, a closed pool, a missing inbox table, a read-only
+   * server, a timeout): unless the classifier calls it non-retryable, or it is about the data
+   * (SQLSTATE class 22, data exception, or 23, an integrity violation at COMMIT of a deferred
+   * constraint the handler's writes broke), it is infrastructure.
+   */
   private ErrorKind kindOf(Throwable error) {
+    if (error instanceof HandlerFailure failure) {
+      return classify(failure.getCause());
+    }
+    ErrorKind kind = classify(error);
+    String sqlState = error instanceof io.r2dbc.spi.R2dbcException r2dbc ? r2dbc.getSqlState() : null;
+    boolean messageData = sqlState != null && (sqlState.startsWith("22") || sqlState.startsWith("23"));
+    return kind == ErrorKind.RETRYABLE && !messageData ? ErrorKind.INFRASTRUCTURE : kind;
+  }
+
+  private ErrorKind classify(Throwable error) {
     ErrorKind kind = classifier.classify(error);
     return kind != null ? kind : ErrorKind.RETRYABLE;
   }
 
+  private static Throwable cause(Throwable error) {
+    return error instanceof HandlerFailure ? error.getCause() : error;
+  }
+
   private DeadLetter deadLetterFor(Throwable error, int attempts) {
-    if (error instanceof RetriesExhaustedException exhausted) {
-      return DeadLetter.of(DeadLetterReason.RETRIES_EXHAUSTED, exhausted.getCause(), name, attempts);
-    }
-    return DeadLetter.of(DeadLetterReason.NON_RETRYABLE_ERROR, error, name, attempts);
+    DeadLetterReason reason = kindOf(error) == ErrorKind.RETRYABLE ? DeadLetterReason.RETRIES_EXHAUSTED : DeadLetterReason.NON_RETRYABLE_ERROR;
+    return DeadLetter.of(reason, cause(error), name, attempts);
   }
 
   private DeadLetter validate(Delivery<T> delivery) {
+    try {
+      return check(delivery);
+    } catch (RuntimeException e) {
+      // The delivery could not say what it is (its id, payload or decoding state threw).
+      return DeadLetter.of(DeadLetterReason.INVALID_ID, e, name, 0);
+    }
+  }
+
+  private DeadLetter check(Delivery<T> delivery) {
     String id = delivery.id();
     if (id == null || id.isBlank()) {
       return DeadLetter.rejected(DeadLetterReason.MISSING_ID, id == null ? "id is null" : "id is blank", name);
+    }
+    if (id.indexOf('\0') >= 0) {
+      return DeadLetter.rejected(DeadLetterReason.INVALID_ID, "id contains a NUL character, which PostgreSQL text cannot store", name);
     }
     if (id.length() > maxIdLength) {
       return DeadLetter.rejected(DeadLetterReason.INVALID_ID,
@@ -232,10 +283,23 @@ public final class IdempotentConsumer<T> {
             .filter(error -> kindOf(error) == ErrorKind.INFRASTRUCTURE))
         .then(Mono.fromCallable(() -> {
           log.warn("Consumer '{}' dead-lettered message '{}' after {} attempt(s): {}",
-              name, delivery.id(), deadLetter.attempts(), deadLetter.detail());
+              name, idForLogs(delivery), deadLetter.attempts(), deadLetter.detail());
           return settled(new Outcome<>(Outcome.Status.DEAD_LETTERED, delivery, deadLetter, deadLetter.attempts()));
         }))
-        .onErrorResume(error -> unsettled(delivery, "dead-letter publish", error));
+        .onErrorResume(error -> {
+          log.error("Consumer '{}': the dead-letter publish of message '{}' failed for good ({}); the message stays "
+              + "unacknowledged and is redelivered, and on Kafka its partition's commits wait for it. Fix the dead-letter "
+              + "destination.", name, idForLogs(delivery), deadLetter.detail());
+          return unsettled(delivery, "dead-letter publish", error);
+        });
+  }
+
+  private static String idForLogs(Delivery<?> delivery) {
+    try {
+      return delivery.id();
+    } catch (RuntimeException e) {
+      return "<id unreadable: " + e.getMessage() + ">";
+    }
   }
 
   private Outcome<T> settled(Outcome<T> outcome) {
@@ -245,7 +309,7 @@ public final class IdempotentConsumer<T> {
 
   private Mono<Outcome<T>> unsettled(Delivery<T> delivery, String step, Throwable error) {
     log.warn("Consumer '{}': {} of message '{}' failed; it stays unsettled and will be redelivered: {}",
-        name, step, delivery.id(), error.toString());
+        name, step, idForLogs(delivery), error.toString());
     metrics.abandoned(delivery);
     return Mono.empty();
   }
@@ -265,12 +329,12 @@ public final class IdempotentConsumer<T> {
         + ", prefetch=" + prefetch + ", ordering=" + ordering + ", retry=" + retryPolicy + "]";
   }
 
-  /** Thrown inside the pipeline when retryable failures used up the attempts. */
-  static final class RetriesExhaustedException extends RuntimeException {
+  /** Marks an error as the handler's, so that it is told apart from errors of the transaction. */
+  static final class HandlerFailure extends RuntimeException {
     private static final long serialVersionUID = 1L;
 
-    RetriesExhaustedException(long attempts, Throwable last) {
-      super("gave up after " + attempts + " attempts", last);
+    HandlerFailure(Throwable cause) {
+      super(cause.toString(), cause, false, false);
     }
   }
 
@@ -292,6 +356,7 @@ public final class IdempotentConsumer<T> {
     private ErrorClassifier classifier = ErrorClassifier.defaults();
     private int maxIdLength = DEFAULT_MAX_ID_LENGTH;
     private ConsumerMetrics metrics = ConsumerMetrics.NONE;
+    private Duration transactionTimeout = DEFAULT_TRANSACTION_TIMEOUT;
 
     private Builder(String name) {
       this.name = name;
@@ -410,6 +475,24 @@ public final class IdempotentConsumer<T> {
      */
     public Builder<T> metrics(ConsumerMetrics metrics) {
       this.metrics = Objects.requireNonNull(metrics, "metrics");
+      return this;
+    }
+
+    /**
+     * The longest time one transaction attempt (connection, dedup insert, handler, commit) may
+     * take. An attempt that takes longer is cancelled and rolled back, and counts as an
+     * infrastructure failure: a hung database or a lock held elsewhere must not stall a slot
+     * forever. Default 60 s.
+     *
+     * @param transactionTimeout positive
+     * @return this builder
+     */
+    public Builder<T> transactionTimeout(Duration transactionTimeout) {
+      Objects.requireNonNull(transactionTimeout, "transactionTimeout");
+      if (transactionTimeout.isNegative() || transactionTimeout.isZero()) {
+        throw new IllegalArgumentException("transactionTimeout must be positive, was " + transactionTimeout);
+      }
+      this.transactionTimeout = transactionTimeout;
       return this;
     }
 

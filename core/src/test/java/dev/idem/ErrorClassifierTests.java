@@ -31,6 +31,13 @@ class ErrorClassifierTests {
   }
 
   @Test
+  void onlyNetworkIoErrorsAreInfrastructureNotEveryIoException() {
+    assertThat(defaults.classify(new java.net.SocketException("Connection reset"))).isEqualTo(ErrorKind.INFRASTRUCTURE);
+    assertThat(defaults.classify(new java.net.UnknownHostException("db"))).isEqualTo(ErrorKind.INFRASTRUCTURE);
+    assertThat(defaults.classify(new java.io.IOException("Unexpected character"))).isEqualTo(ErrorKind.RETRYABLE);
+  }
+
+  @Test
   void everythingElseIsRetryable() {
     assertThat(defaults.classify(new IllegalStateException("bug"))).isEqualTo(ErrorKind.RETRYABLE);
     assertThat(defaults.classify(new R2dbcDataIntegrityViolationException("dup", "23505"))).isEqualTo(ErrorKind.RETRYABLE);

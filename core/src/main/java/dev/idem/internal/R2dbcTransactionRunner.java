@@ -19,9 +19,13 @@ import reactor.core.publisher.Mono;
  * <p>The value is emitted only after {@code COMMIT} returned. On error the transaction is rolled
  * back and the original error propagates (a failing rollback is logged, not thrown, since the
  * connection is closed anyway and PostgreSQL discards an unfinished transaction). On
- * cancellation the transaction is rolled back before the connection is released.
+ * cancellation the transaction is rolled back before the connection is released; each cleanup
+ * step gets {@link #CLEANUP_TIMEOUT}, so a hung connection is still closed and released.
  */
 public final class R2dbcTransactionRunner implements TransactionRunner {
+
+  /** Longest wait for a rollback or close during cleanup: 5 s. */
+  public static final java.time.Duration CLEANUP_TIMEOUT = java.time.Duration.ofSeconds(5);
 
   private static final Logger log = LoggerFactory.getLogger(R2dbcTransactionRunner.class);
 
@@ -57,7 +61,7 @@ public final class R2dbcTransactionRunner implements TransactionRunner {
   }
 
   private static Mono<Void> quietly(Publisher<Void> action, String what) {
-    return Mono.from(action).onErrorResume(e -> {
+    return Mono.from(action).timeout(CLEANUP_TIMEOUT).onErrorResume(e -> {
       log.debug("Ignoring failed {} of a transaction's connection: {}", what, e.toString());
       return Mono.empty();
     });
