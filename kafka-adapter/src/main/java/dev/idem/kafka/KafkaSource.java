@@ -29,9 +29,15 @@ import reactor.core.publisher.Flux;
  *       {@code <topic>.DLT} (configurable) with its key, value bytes, message id and the
  *       {@link DeadLetterHeaders}, by an idempotent {@code acks=all} producer; its offset is
  *       settled only after the broker acknowledged that record. Create the dead-letter topics
- *       beforehand (or let the broker auto-create them): while a dead-letter topic cannot be
- *       written, the publish is retried, the record stays unsettled and holds back the commits
- *       of its partition.</li>
+ *       beforehand (or let the broker auto-create them). A publish that fails with a retriable
+ *       Kafka error (topic being created, leader moving) is retried with backoff; one that fails
+ *       for good (authorization, a record too large for the topic) is logged at ERROR and the
+ *       record stays unsettled: it is redelivered after a restart and holds back the commits of
+ *       its partition until the dead-letter topic is fixed. The detail and error-message headers
+ *       are cut at 1,000 characters so that a huge error text cannot make the dead letter too
+ *       large.</li>
+ *   <li><b>Transactions.</b> The consumer reads with {@code isolation.level=read_committed} by
+ *       default, so records of aborted producer transactions are never applied.</li>
  *   <li><b>Backpressure.</b> When the pipeline has no demand, or too many settled records wait
  *       behind an unsettled one, the consumer pauses its partitions and keeps polling, so a slow
  *       handler never exceeds {@code max.poll.interval.ms}.</li>

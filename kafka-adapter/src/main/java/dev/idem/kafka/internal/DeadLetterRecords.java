@@ -12,7 +12,14 @@ import org.apache.kafka.common.header.internals.RecordHeaders;
 /** Builds dead-letter records and the records that replay them. Pure functions. */
 public final class DeadLetterRecords {
 
+  /** Longest detail or error message header, in characters: {@value}. Error texts can be huge; a dead letter must still fit {@code max.message.bytes}. */
+  public static final int MAX_TEXT_HEADER_LENGTH = 1000;
+
   private DeadLetterRecords() {}
+
+  static String truncate(String text) {
+    return text == null || text.length() <= MAX_TEXT_HEADER_LENGTH ? text : text.substring(0, MAX_TEXT_HEADER_LENGTH - 3) + "...";
+  }
 
   /**
    * The dead-letter record of a consumed record: same key and value bytes, the original headers
@@ -43,9 +50,9 @@ public final class DeadLetterRecords {
     put(headers, DeadLetterHeaders.ORIGINAL_OFFSET, Long.toString(original.offset()));
     put(headers, DeadLetterHeaders.CONSUMER, deadLetter.consumer());
     put(headers, DeadLetterHeaders.REASON, deadLetter.reason().name());
-    put(headers, DeadLetterHeaders.DETAIL, deadLetter.detail());
+    put(headers, DeadLetterHeaders.DETAIL, truncate(deadLetter.detail()));
     put(headers, DeadLetterHeaders.ERROR_CLASS, deadLetter.errorClass());
-    put(headers, DeadLetterHeaders.ERROR_MESSAGE, deadLetter.errorMessage());
+    put(headers, DeadLetterHeaders.ERROR_MESSAGE, truncate(deadLetter.errorMessage()));
     put(headers, DeadLetterHeaders.ATTEMPTS, Integer.toString(deadLetter.attempts()));
     return new ProducerRecord<>(deadLetterTopic, null, null, original.key(), original.value(), headers);
   }

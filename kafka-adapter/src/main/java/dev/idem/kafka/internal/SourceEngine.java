@@ -56,6 +56,8 @@ public final class SourceEngine<T> implements AutoCloseable {
     props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
     props.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, options.prefetch());
     props.putIfAbsent(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, KafkaSourceOptions.DEFAULT_AUTO_OFFSET_RESET);
+    // Records of aborted producer transactions must never be applied.
+    props.putIfAbsent(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
     props.putIfAbsent(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, CooperativeStickyAssignor.class.getName());
     String name = options.groupId();
     ReceiverOptions<byte[], byte[]> receiver = ReceiverOptions.<byte[], byte[]>create(props)
@@ -113,7 +115,8 @@ public final class SourceEngine<T> implements AutoCloseable {
     if (record.value() != null) {
       try {
         payload = options.valueDeserializer().deserialize(record.topic(), record.headers(), record.value());
-      } catch (RuntimeException e) {
+      } catch (RuntimeException | StackOverflowError e) {
+        // A deeply nested value can overflow a recursive parser: still a poison pill, not a dead consumer.
         failure = e;
       }
     }

@@ -57,6 +57,14 @@ class DeadLetterRecordsTests {
   }
 
   @Test
+  void hugeErrorTextsAreTruncatedSoTheDeadLetterStillFitsTheTopic() {
+    DeadLetter letter = DeadLetter.of(DeadLetterReason.RETRIES_EXHAUSTED, new IllegalStateException("x".repeat(2_000_000)), "c", 3);
+    ProducerRecord<byte[], byte[]> dlt = DeadLetterRecords.deadLetterRecord("payments.DLT", original(), "pay-1", "message-id", letter);
+    assertThat(asMap(dlt.headers()).get(DeadLetterHeaders.ERROR_MESSAGE)).hasSize(DeadLetterRecords.MAX_TEXT_HEADER_LENGTH).endsWith("...");
+    assertThat(asMap(dlt.headers()).get(DeadLetterHeaders.DETAIL)).hasSize(DeadLetterRecords.MAX_TEXT_HEADER_LENGTH);
+  }
+
+  @Test
   void rejectedMessagesHaveNoErrorHeaders() {
     DeadLetter letter = DeadLetter.rejected(DeadLetterReason.MISSING_ID, "id is null", "c");
     ProducerRecord<byte[], byte[]> dlt = DeadLetterRecords.deadLetterRecord("payments.DLT", original(), null, "message-id", letter);
