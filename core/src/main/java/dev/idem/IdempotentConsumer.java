@@ -42,7 +42,9 @@ import reactor.util.retry.Retry;
  *       Retryable errors are retried per the {@link RetryPolicy}, then dead-lettered;
  *       non-retryable errors and bad input (missing or over-long id, missing or undecodable
  *       payload) are dead-lettered at once; infrastructure errors are retried without limit and
- *       never dead-lettered or acknowledged.</li>
+ *       never dead-lettered or acknowledged. Errors of the transaction itself (connection,
+ *       BEGIN, dedup insert, COMMIT, the {@code transactionTimeout}) count as infrastructure:
+ *       they are never the message's fault.</li>
  *   <li><b>Bounded.</b> At most {@code prefetch} messages wait in the buffer and at most
  *       {@code concurrency} are in flight; demand, not memory, absorbs a backlog.</li>
  *   <li><b>Ordered</b> per the {@link Ordering} mode.</li>
