@@ -74,6 +74,8 @@ final class Scenario implements AutoCloseable {
 
   @Override
   public void close() {
+    // Leave the shared database as it was: this test's business table and its dedup rows go.
+    pg.execute("DROP TABLE IF EXISTS " + table, "DELETE FROM " + inbox.table() + " WHERE consumer = '" + consumer + "'");
     pool.dispose();
   }
 }
