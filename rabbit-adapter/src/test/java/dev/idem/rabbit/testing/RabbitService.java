@@ -285,6 +285,16 @@ public final class RabbitService {
   }
 
   /**
+   * Whether {@link #overrideBrokerSetting} can work: the broker is the local one and
+   * {@code rabbitmqctl} is installed.
+   *
+   * @return {@code true} when rabbitmqctl can change the broker's settings
+   */
+  public boolean canChangeBrokerSettings() {
+    return canCloseConnectionsFromBroker();
+  }
+
+  /**
    * Has the broker close the connections whose client-provided name is exactly {@code name}
    * ({@code rabbitmqctl close_connection}), leaving every other connection alone.
    *
@@ -302,6 +312,82 @@ public final class RabbitService {
       }
     }
     return closed;
+  }
+
+  /**
+   * The current value of a {@code rabbit} application setting on the local broker
+   * ({@code rabbitmqctl eval 'application:get_env(rabbit, Key).'}).
+   *
+   * @param key the setting, e.g. {@code consumer_timeout}
+   * @return the value as an Erlang term, or {@code null} when the setting is {@code undefined}
+   */
+  public String brokerSetting(String key) {
+    String out = run("rabbitmqctl", "-q", "eval", "application:get_env(rabbit, " + atom(key) + ").").trim();
+    if (out.equals("undefined")) {
+      return null;
+    }
+    if (!out.startsWith("{ok,") || !out.endsWith("}")) {
+      throw new IllegalStateException("unexpected answer to application:get_env(rabbit, " + key + "): " + out);
+    }
+    return out.substring("{ok,".length(), out.length() - 1).trim();
+  }
+
+  /**
+   * Changes a {@code rabbit} application setting of the local broker at runtime and returns a
+   * handle whose {@link BrokerSettingOverride#close()} puts back exactly the previous value (or
+   * unsets it when it was {@code undefined}). The setting is node-wide: it reaches every user of
+   * the broker, so keep the override short and close it in a {@code finally} (try-with-resources).
+   *
+   * @param key the setting, e.g. {@code consumer_timeout}
+   * @param valueTerm the new value as an Erlang term, e.g. {@code 3000}
+   * @return the override; close it to restore
+   */
+  public BrokerSettingOverride overrideBrokerSetting(String key, String valueTerm) {
+    String previous = brokerSetting(key);
+    run("rabbitmqctl", "-q", "eval", "application:set_env(rabbit, " + atom(key) + ", " + valueTerm + ").");
+    return new BrokerSettingOverride(key, previous);
+  }
+
+  /** A runtime change of one broker setting; {@link #close()} restores the previous value once. */
+  public final class BrokerSettingOverride implements AutoCloseable {
+    private final String key;
+    private final String previous;
+    private boolean restored;
+
+    private BrokerSettingOverride(String key, String previous) {
+      this.key = key;
+      this.previous = previous;
+    }
+
+    /**
+     * The value before the override.
+     *
+     * @return the Erlang term, or {@code null} for {@code undefined}
+     */
+    public String previous() {
+      return previous;
+    }
+
+    /** Restores the previous value, or unsets the setting when it was undefined; idempotent. */
+    @Override
+    public synchronized void close() {
+      if (restored) {
+        return;
+      }
+      if (previous == null) {
+        run("rabbitmqctl", "-q", "eval", "application:unset_env(rabbit, " + atom(key) + ").");
+      } else {
+        run("rabbitmqctl", "-q", "eval", "application:set_env(rabbit, " + atom(key) + ", " + previous + ").");
+      }
+      restored = true;
+    }
+  }
+
+  private static String atom(String key) {
+    if (!key.matches("[a-z][a-z0-9_]*")) {
+      throw new IllegalArgumentException("not a plain Erlang atom: " + key);
+    }
+    return key;
   }
 
   private static String run(String... command) {
