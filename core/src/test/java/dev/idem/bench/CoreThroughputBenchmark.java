@@ -24,7 +24,7 @@ import reactor.core.publisher.Flux;
 public final class CoreThroughputBenchmark {
 
   static final String COMMAND =
-      "mvn -q -pl core test-compile exec:java -Dexec.classpathScope=test -Dexec.mainClass=dev.idem.bench.CoreThroughputBenchmark [-Dmessages=20000]";
+      "mvn -q -pl core test-compile exec:java -Dexec.skip=false -Dexec.classpathScope=test -Dexec.mainClass=dev.idem.bench.CoreThroughputBenchmark [-Dmessages=20000]";
 
   private CoreThroughputBenchmark() {}
 
