@@ -5,9 +5,6 @@ import io.r2dbc.pool.ConnectionPool;
 import io.r2dbc.spi.Connection;
 import io.r2dbc.spi.ConnectionFactories;
 import io.r2dbc.spi.ConnectionFactory;
-import java.io.IOException;
-import java.net.InetSocketAddress;
-import java.net.Socket;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -75,7 +72,7 @@ public final class PostgresService {
     if (fromEnv != null && !fromEnv.isBlank()) {
       return fromEnv;
     }
-    if (listening("127.0.0.1", 5432)) {
+    if (Ports.listening("127.0.0.1", 5432)) {
       return LOCAL_URL;
     }
     String docker = TestcontainersPostgres.tryStart();
@@ -87,15 +84,6 @@ public final class PostgresService {
         + "(2) a server on 127.0.0.1:5432 with trust auth and a database 'test' "
         + "(on Debian: pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start); "
         + "(3) a Docker engine for Testcontainers.");
-  }
-
-  static boolean listening(String host, int port) {
-    try (Socket socket = new Socket()) {
-      socket.connect(new InetSocketAddress(host, port), 1000);
-      return true;
-    } catch (IOException e) {
-      return false;
-    }
   }
 
   /**

@@ -1,11 +1,10 @@
 package dev.idem.examples;
 
 import dev.idem.kafka.testing.KafkaService;
+import dev.idem.testing.Ports;
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
 import java.io.IOException;
 import java.io.UncheckedIOException;
-import java.net.InetSocketAddress;
-import java.net.Socket;
 import java.net.URI;
 import java.util.HashMap;
 import java.util.Map;
@@ -143,7 +142,7 @@ public final class DemoEnvironment {
     if (configured != null) {
       return configured;
     }
-    if (listening("127.0.0.1", 5672)) {
+    if (Ports.listening("127.0.0.1", 5672)) {
       return "amqp://guest:guest@127.0.0.1:5672";
     }
     throw new IllegalStateException("This example needs RabbitMQ and none is reachable. Start one "
@@ -157,15 +156,6 @@ public final class DemoEnvironment {
       value = System.getenv(env);
     }
     return value == null || value.isBlank() ? null : value;
-  }
-
-  static boolean listening(String host, int port) {
-    try (Socket socket = new Socket()) {
-      socket.connect(new InetSocketAddress(host, port), 1000);
-      return true;
-    } catch (IOException e) {
-      return false;
-    }
   }
 
   /**

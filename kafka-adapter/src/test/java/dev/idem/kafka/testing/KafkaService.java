@@ -1,9 +1,7 @@
 package dev.idem.kafka.testing;
 
+import dev.idem.testing.Ports;
 import dev.idem.testing.PostgresService;
-import java.io.IOException;
-import java.net.InetSocketAddress;
-import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.HashMap;
@@ -87,7 +85,7 @@ public final class KafkaService {
     if (fromEnv != null && !fromEnv.isBlank()) {
       return new KafkaService(fromEnv, null);
     }
-    if (listening("127.0.0.1", 9092)) {
+    if (Ports.listening("127.0.0.1", 9092)) {
       return new KafkaService(LOCAL_BOOTSTRAP, null);
     }
     try {
@@ -118,15 +116,6 @@ public final class KafkaService {
       }
     }
     throw new IllegalStateException("Kafka at " + bootstrapServers + " did not answer within 60 s", last);
-  }
-
-  static boolean listening(String host, int port) {
-    try (Socket socket = new Socket()) {
-      socket.connect(new InetSocketAddress(host, port), 1000);
-      return true;
-    } catch (IOException e) {
-      return false;
-    }
   }
 
   /**

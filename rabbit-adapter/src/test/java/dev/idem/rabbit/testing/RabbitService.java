@@ -5,11 +5,10 @@ import com.rabbitmq.client.Channel;
 import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.ConnectionFactory;
 import com.rabbitmq.client.GetResponse;
+import dev.idem.testing.Ports;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
-import java.net.InetSocketAddress;
-import java.net.Socket;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -73,7 +72,7 @@ public final class RabbitService {
     if (fromEnv != null && !fromEnv.isBlank()) {
       return new RabbitService(fromEnv, false);
     }
-    if (listening("127.0.0.1", 5672)) {
+    if (Ports.listening("127.0.0.1", 5672)) {
       return new RabbitService(LOCAL_URI, true);
     }
     String docker = TestcontainersRabbit.tryStart();
@@ -84,15 +83,6 @@ public final class RabbitService {
         + URI_ENV + " with an AMQP URI, e.g. amqp://guest:guest@host:5672; "
         + "(2) a broker on 127.0.0.1:5672 with user guest/guest (on Debian: apt-get install rabbitmq-server "
         + "&& rabbitmq-server -detached); (3) a Docker engine for Testcontainers.");
-  }
-
-  static boolean listening(String host, int port) {
-    try (Socket socket = new Socket()) {
-      socket.connect(new InetSocketAddress(host, port), 1000);
-      return true;
-    } catch (IOException e) {
-      return false;
-    }
   }
 
   /**
