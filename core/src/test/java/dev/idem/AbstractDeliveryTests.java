@@ -12,9 +12,19 @@ import reactor.test.StepVerifier;
 
 class AbstractDeliveryTests {
 
+  /** A delivery whose settlements run the given actions and are counted. */
   private static final class CountingDelivery extends AbstractDelivery<String> {
     final AtomicInteger acks = new AtomicInteger();
     final AtomicInteger deadLetters = new AtomicInteger();
+    private final java.util.function.IntFunction<Mono<Void>> deadLetterOutcome;
+
+    CountingDelivery() {
+      this(call -> Mono.empty());
+    }
+
+    CountingDelivery(java.util.function.IntFunction<Mono<Void>> deadLetterOutcome) {
+      this.deadLetterOutcome = deadLetterOutcome;
+    }
 
     @Override
     public String id() {
@@ -33,7 +43,7 @@ class AbstractDeliveryTests {
 
     @Override
     protected Mono<Void> doDeadLetter(DeadLetter deadLetter) {
-      return Mono.fromRunnable(deadLetters::incrementAndGet);
+      return Mono.defer(() -> deadLetterOutcome.apply(deadLetters.incrementAndGet()));
     }
   }
 
@@ -53,35 +63,14 @@ class AbstractDeliveryTests {
 
   @Test
   void aFailedSettlementIsForgottenSoALaterCallTriesAgain() {
-    AtomicInteger calls = new AtomicInteger();
-    AbstractDelivery<String> flaky = new AbstractDelivery<>() {
-      @Override
-      public String id() {
-        return "id";
-      }
-
-      @Override
-      public String payload() {
-        return "p";
-      }
-
-      @Override
-      protected Mono<Void> doAck() {
-        return Mono.error(new IllegalStateException("not used"));
-      }
-
-      @Override
-      protected Mono<Void> doDeadLetter(DeadLetter deadLetter) {
-        return calls.incrementAndGet() == 1 ? Mono.error(new java.io.IOException("broker away")) : Mono.empty();
-      }
-    };
+    CountingDelivery flaky = new CountingDelivery(call -> call == 1 ? Mono.error(new java.io.IOException("broker away")) : Mono.empty());
     DeadLetter letter = DeadLetter.rejected(DeadLetterReason.MISSING_ID, "test", "c");
 
     StepVerifier.create(flaky.deadLetter(letter)).expectErrorMessage("broker away").verify();
     assertThat(flaky.isSettled()).isFalse();
     StepVerifier.create(flaky.deadLetter(letter)).verifyComplete();
     StepVerifier.create(flaky.deadLetter(letter)).verifyComplete();
-    assertThat(calls.get()).isEqualTo(2);
+    assertThat(flaky.deadLetters.get()).isEqualTo(2);
     assertThat(flaky.isSettled()).isTrue();
   }
 
