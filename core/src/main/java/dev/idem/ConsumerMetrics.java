@@ -66,4 +66,15 @@ public interface ConsumerMetrics {
    * @param delivery the message
    */
   default void abandoned(Delivery<?> delivery) {}
+
+  /**
+   * Settling a message with the broker failed for good: the adapter already retried what it
+   * could. The message stays unacknowledged (the broker redelivers it; on Kafka the partition's
+   * commits wait for it). {@link #abandoned} follows.
+   *
+   * @param delivery the message
+   * @param step {@code "ack"} or {@code "dead-letter"}
+   * @param error the failure
+   */
+  default void settlementFailed(Delivery<?> delivery, String step, Throwable error) {}
 }

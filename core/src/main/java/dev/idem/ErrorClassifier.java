@@ -23,7 +23,10 @@ import java.util.concurrent.TimeoutException;
  *       ({@link SocketException}, {@link ConnectException}, {@link SocketTimeoutException},
  *       {@link UnknownHostException}, {@link ClosedChannelException}, Netty's I/O errors), and the
  *       PostgreSQL SQLSTATEs of class 08 (connection exception), 53 (insufficient resources),
- *       57P01..57P03 (server shutting down or starting);</li>
+ *       57014 (statement cancelled, e.g. by {@code statement_timeout}), 57P01..57P03 (server shutting
+ *       down or starting);</li>
+ *   <li>{@link ErrorKind#CONTENTION} for the SQLSTATEs 40001 (serialization failure), 40P01
+ *       (deadlock) and 55P03 (lock not available, e.g. past {@code lock_timeout});</li>
  *   <li>{@link ErrorKind#NON_RETRYABLE} for {@link NonRetryableException};</li>
  *   <li>{@link ErrorKind#RETRYABLE} for everything else.</li>
  * </ul>
@@ -72,11 +75,22 @@ public interface ErrorClassifier {
       if (t instanceof NonRetryableException) {
         return ErrorKind.NON_RETRYABLE;
       }
+      if (isContention(t)) {
+        return ErrorKind.CONTENTION;
+      }
       if (isInfrastructure(t)) {
         return ErrorKind.INFRASTRUCTURE;
       }
     }
     return ErrorKind.RETRYABLE;
+  }
+
+  private static boolean isContention(Throwable t) {
+    if (t instanceof R2dbcException r2dbc && r2dbc.getSqlState() != null) {
+      String state = r2dbc.getSqlState();
+      return state.equals("40001") || state.equals("40P01") || state.equals("55P03");
+    }
+    return false;
   }
 
   private static boolean isInfrastructure(Throwable t) {
@@ -93,8 +107,10 @@ public interface ErrorClassifier {
     }
     if (t instanceof R2dbcException r2dbc && r2dbc.getSqlState() != null) {
       String state = r2dbc.getSqlState();
-      return state.startsWith("08") || state.startsWith("53") || state.equals("57P01")
-          || state.equals("57P02") || state.equals("57P03");
+      if (state.startsWith("08") || state.startsWith("53") || state.equals("57014") || state.equals("57P01")
+          || state.equals("57P02") || state.equals("57P03")) {
+        return true;
+      }
     }
     // r2dbc-postgresql and r2dbc-pool signal a closed connection or an exhausted pool with
     // plain IllegalStateExceptions in a few places; recognise them by message.

@@ -1,12 +1,14 @@
 package dev.idem;
 
+import dev.idem.internal.Backoff;
 import dev.idem.internal.KeyedLanes;
+import dev.idem.internal.LogText;
 import dev.idem.internal.R2dbcTransactionRunner;
 import dev.idem.internal.TxHandle;
 import dev.idem.postgres.PostgresInbox;
 import java.time.Duration;
 import java.util.Objects;
-import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.reactivestreams.Publisher;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -39,12 +41,25 @@ import reactor.util.retry.Retry;
  *   <li><b>Ack after commit.</b> A message is acknowledged only after its transaction committed,
  *       after it was found to be a duplicate, or after it was durably dead-lettered.</li>
  *   <li><b>Failure leaves nothing.</b> A failed attempt rolls back the dedup row with the effect.
- *       Retryable errors are retried per the {@link RetryPolicy}, then dead-lettered;
- *       non-retryable errors and bad input (missing or over-long id, missing or undecodable
- *       payload) are dead-lettered at once; infrastructure errors are retried without limit and
- *       never dead-lettered or acknowledged. Errors of the transaction itself (connection,
- *       BEGIN, dedup insert, COMMIT, the {@code transactionTimeout}) count as infrastructure:
- *       they are never the message's fault.</li>
+ *       Errors have three origins, classified apart. <em>Handler</em> errors are the message's:
+ *       retryable ones are retried per the {@link RetryPolicy}, then dead-lettered;
+ *       non-retryable errors and bad input (missing, over-long or malformed id, missing or
+ *       undecodable payload) are dead-lettered at once; contention (deadlock, serialization
+ *       failure, lock timeout) is retried without spending attempts, up to a bound. A COMMIT
+ *       refused after the handler ran (for example because the handler swallowed an SQL error)
+ *       is the message's too. Errors of the <em>transaction</em> itself (connection, BEGIN,
+ *       dedup insert, COMMIT, the {@code transactionTimeout}) are infrastructure: retried
+ *       without limit, never dead-lettered or acknowledged, logged at WARN when they start and
+ *       every {@code stuckWarningInterval} (default 1 min) while they last. <em>Settlement</em> (ack,
+ *       dead-letter publish) is retried by the adapter; when it fails for good the message stays
+ *       unacknowledged, a failed dead letter is logged at ERROR, and both are counted.</li>
+ *   <li><b>JVM errors</b> ({@link VirtualMachineError} such as {@link OutOfMemoryError} or
+ *       {@link StackOverflowError}, and {@link LinkageError}) thrown or emitted by the handler
+ *       leave the message unacknowledged and terminate the returned {@code Flux} with that
+ *       error, so that the application or its supervisor restarts; other {@link Error}s of the
+ *       handler (an {@link AssertionError}) are handler errors like any other. A JVM error that
+ *       Reactor rethrows on another thread (from inside an operator of the handler's chain)
+ *       cannot reach the pipeline: the {@code transactionTimeout} then ends that attempt.</li>
  *   <li><b>Bounded.</b> At most {@code prefetch} messages wait in the buffer and at most
  *       {@code concurrency} are in flight; demand, not memory, absorbs a backlog.</li>
  *   <li><b>Ordered</b> per the {@link Ordering} mode.</li>
@@ -69,6 +84,9 @@ public final class IdempotentConsumer<T> {
   /** Default longest time one transaction attempt may take: 60 s. */
   public static final Duration DEFAULT_TRANSACTION_TIMEOUT = Duration.ofSeconds(60);
 
+  /** Default interval at which a message that waits for infrastructure is logged again at WARN: 1 min. */
+  public static final Duration DEFAULT_STUCK_WARNING_INTERVAL = Duration.ofMinutes(1);
+
   private static final Logger log = LoggerFactory.getLogger(IdempotentConsumer.class);
 
   private final String name;
@@ -83,12 +101,15 @@ public final class IdempotentConsumer<T> {
   private final int maxIdLength;
   private final ConsumerMetrics metrics;
   private final Duration transactionTimeout;
+  private final Duration stuckWarningInterval;
 
   private IdempotentConsumer(Builder<T> b) {
     this.name = b.name;
     this.inbox = b.inbox;
     this.handler = b.handler;
-    this.transactions = b.transactions != null ? b.transactions : new R2dbcTransactionRunner(b.inbox.connectionFactory());
+    this.transactions = b.transactions != null ? b.transactions
+        : new R2dbcTransactionRunner(b.inbox.connectionFactory(),
+            b.serverTimeouts != null ? b.serverTimeouts : ServerTimeouts.derivedFrom(b.transactionTimeout));
     this.concurrency = b.concurrency;
     this.prefetch = b.prefetch;
     this.ordering = b.ordering;
@@ -97,6 +118,7 @@ public final class IdempotentConsumer<T> {
     this.maxIdLength = b.maxIdLength;
     this.metrics = b.metrics;
     this.transactionTimeout = b.transactionTimeout;
+    this.stuckWarningInterval = b.stuckWarningInterval;
   }
 
   /**
@@ -149,82 +171,161 @@ public final class IdempotentConsumer<T> {
       if (rejection != null) {
         return deadLetter(delivery, rejection);
       }
-      AtomicInteger attempts = new AtomicInteger();
-      AtomicInteger retryableFailures = new AtomicInteger();
-      return Mono.defer(() -> attemptOnce(delivery, attempts.incrementAndGet()))
-          .retryWhen(messageRetry(delivery, retryableFailures))
-          .retryWhen(infrastructureRetry(delivery))
-          .flatMap(inserted -> ack(delivery, inserted ? Outcome.Status.PROCESSED : Outcome.Status.DUPLICATE, attempts.get()))
-          .onErrorResume(error -> deadLetter(delivery, deadLetterFor(error, attempts.get())))
+      Attempts attempts = new Attempts(delivery);
+      return Mono.defer(() -> attemptOnce(delivery, attempts.next()))
+          .retryWhen(Retry.from(signals -> signals.concatMap(signal -> attempts.backoffOrGiveUp(signal.failure()))))
+          .flatMap(inserted -> ack(delivery, inserted ? Outcome.Status.PROCESSED : Outcome.Status.DUPLICATE, attempts.count()))
+          .onErrorResume(error -> !isFatal(error), error -> deadLetter(delivery, deadLetterFor(error, attempts.count())))
+          .onErrorMap(IdempotentConsumer::cause)
+          .doOnError(fatal -> {
+            log.error("Consumer '{}': a JVM error while processing message '{}'; the message stays unacknowledged and "
+                + "the stream terminates with the error so that the application (or its supervisor) can restart: {}",
+                name, idForLogs(delivery), LogText.cut(fatal.toString()));
+            metrics.abandoned(delivery);
+          })
           .doOnCancel(() -> metrics.abandoned(delivery));
     });
   }
 
   /**
    * One transaction: the dedup row, then the handler if the row is new. Errors of the handler
-   * arrive wrapped in {@link HandlerFailure}; any other error came from the transaction itself
-   * (acquiring a connection, BEGIN, the inbox insert, COMMIT, the timeout).
+   * arrive wrapped in {@link HandlerFailure}; an error after the handler succeeded that says the
+   * database would not commit its writes (COMMIT answered ROLLBACK, a deferred constraint, a
+   * serialization failure) arrives wrapped in {@link CommitRejected}; any other error came from
+   * the transaction itself (acquiring a connection, BEGIN, the inbox insert, COMMIT, the timeout).
    */
   private Mono<Boolean> attemptOnce(Delivery<T> delivery, int attempt) {
     long start = System.nanoTime();
+    AtomicBoolean handlerDone = new AtomicBoolean();
     return transactions.inTransaction(connection -> inbox.record(connection, name, delivery.id())
-            .flatMap(inserted -> inserted ? runHandler(delivery, new TxHandle(connection, delivery.id(), name)) : Mono.just(false)))
+            .flatMap(inserted -> inserted
+                ? runHandler(delivery, new TxHandle(connection, delivery.id(), name)).doOnSuccess(ok -> handlerDone.set(true))
+                : Mono.just(false)))
         .timeout(transactionTimeout)
+        .onErrorMap(error -> handlerDone.get() && !(error instanceof HandlerFailure) && CommitRejected.matches(error),
+            CommitRejected::new)
         .doOnSuccess(inserted -> metrics.transaction(delivery, Duration.ofNanos(System.nanoTime() - start), true))
         .doOnError(error -> metrics.transaction(delivery, Duration.ofNanos(System.nanoTime() - start), false));
   }
 
   private Mono<Boolean> runHandler(Delivery<T> delivery, TxHandle tx) {
     long start = System.nanoTime();
-    return Mono.defer(() -> Flux.from(Objects.requireNonNull(handler.handle(delivery.payload(), tx), "handler returned null")).then())
+    return Mono.defer(() -> {
+      Publisher<?> effect;
+      try {
+        // Reactor rethrows JVM errors thrown synchronously; catch every Throwable here so that a
+        // StackOverflowError or OutOfMemoryError still ends this message's processing.
+        effect = Objects.requireNonNull(handler.handle(delivery.payload(), tx), "handler returned null");
+      } catch (Throwable e) {
+        return Mono.error(e);
+      }
+      return Flux.from(effect).then();
+    })
         .doOnSuccess(ignored -> metrics.handler(delivery, Duration.ofNanos(System.nanoTime() - start)))
         .onErrorMap(HandlerFailure::new)
         .thenReturn(true);
   }
 
-  /**
-   * Retries retryable failures until {@code maxAttempts} of them happened for this delivery; the
-   * count survives the resubscriptions of the infrastructure retry around it, so alternating
-   * failure kinds cannot keep a message alive forever.
-   */
-  private Retry messageRetry(Delivery<T> delivery, AtomicInteger retryableFailures) {
-    return Retry.backoff(Long.MAX_VALUE, retryPolicy.firstBackoff())
-        .maxBackoff(retryPolicy.maxBackoff())
-        .filter(error -> kindOf(error) == ErrorKind.RETRYABLE && retryableFailures.incrementAndGet() < retryPolicy.maxAttempts())
-        .doBeforeRetry(signal -> metrics.retrying(delivery, cause(signal.failure()), ErrorKind.RETRYABLE));
-  }
+  /** The attempt counters of one message and the decision after each failure. */
+  private final class Attempts {
+    private final Delivery<T> delivery;
+    private long firstFailureAt;
+    private int attempts;
+    private int retryableFailures;
+    private int contentionInARow;
+    private int infrastructureInARow;
+    private long lastWarning;
 
-  private Retry infrastructureRetry(Delivery<T> delivery) {
-    return Retry.backoff(Long.MAX_VALUE, retryPolicy.infrastructureBackoff())
-        .maxBackoff(retryPolicy.infrastructureMaxBackoff())
-        .filter(error -> kindOf(error) == ErrorKind.INFRASTRUCTURE)
-        .doBeforeRetry(signal -> {
-          metrics.retrying(delivery, cause(signal.failure()), ErrorKind.INFRASTRUCTURE);
-          if (signal.totalRetriesInARow() == 0) {
-            log.warn("Consumer '{}': infrastructure unavailable while processing message '{}'; backing off and retrying until it is back: {}",
-                name, idForLogs(delivery), cause(signal.failure()).toString());
-          } else {
-            log.debug("Consumer '{}': still waiting for infrastructure for message '{}' (retry {}): {}",
-                name, idForLogs(delivery), signal.totalRetriesInARow() + 1, cause(signal.failure()).toString());
+    Attempts(Delivery<T> delivery) {
+      this.delivery = delivery;
+    }
+
+    int next() {
+      return ++attempts;
+    }
+
+    int count() {
+      return attempts;
+    }
+
+    /**
+     * Waits before the next attempt, or errors with {@code failure} to stop retrying. Retryable
+     * failures count towards {@code maxAttempts} even across other kinds, so alternating
+     * failure kinds cannot keep a message alive forever.
+     */
+    Mono<Long> backoffOrGiveUp(Throwable failure) {
+      ErrorKind kind = kindOf(failure);
+      if (kind == ErrorKind.CONTENTION && ++contentionInARow > retryPolicy.maxContentionRetries()) {
+        kind = ErrorKind.RETRYABLE;
+      }
+      if (kind != ErrorKind.INFRASTRUCTURE) {
+        infrastructureInARow = 0;
+      }
+      if (kind != ErrorKind.CONTENTION) {
+        contentionInARow = 0;
+      }
+      Duration wait;
+      switch (kind) {
+        case INFRASTRUCTURE -> {
+          warnWhileStuck(failure, infrastructureInARow++);
+          wait = Backoff.jittered(retryPolicy.infrastructureBackoff(), retryPolicy.infrastructureMaxBackoff(), infrastructureInARow - 1);
+        }
+        case CONTENTION -> wait = Backoff.jittered(retryPolicy.firstBackoff(), retryPolicy.maxBackoff(), contentionInARow - 1);
+        case RETRYABLE -> {
+          if (++retryableFailures >= retryPolicy.maxAttempts()) {
+            return Mono.error(failure);
           }
-        });
+          wait = Backoff.jittered(retryPolicy.firstBackoff(), retryPolicy.maxBackoff(), retryableFailures - 1);
+        }
+        default -> {
+          return Mono.error(failure);
+        }
+      }
+      metrics.retrying(delivery, cause(failure), kind);
+      return Mono.delay(wait);
+    }
+
+    /** WARN when a message starts waiting for infrastructure, then every {@code stuckWarningInterval} while it waits. */
+    private void warnWhileStuck(Throwable failure, int retriesInARow) {
+      long now = System.nanoTime();
+      if (retriesInARow == 0) {
+        firstFailureAt = now;
+        lastWarning = now;
+        log.warn("Consumer '{}': infrastructure unavailable while processing message '{}'; backing off and retrying until it is back: {}",
+            name, idForLogs(delivery), LogText.cut(cause(failure).toString()));
+      } else if (now - lastWarning >= stuckWarningInterval.toNanos()) {
+        lastWarning = now;
+        log.warn("Consumer '{}': message '{}' has been waiting for infrastructure for {} s ({} retries); it holds its slot "
+            + "(and on Kafka its partition's commits) until the dependency is back: {}",
+            name, idForLogs(delivery), Duration.ofNanos(now - firstFailureAt).toSeconds(), retriesInARow + 1,
+            LogText.cut(cause(failure).toString()));
+      } else {
+        log.debug("Consumer '{}': still waiting for infrastructure for message '{}' (retry {}): {}",
+            name, idForLogs(delivery), retriesInARow + 1, LogText.cut(cause(failure).toString()));
+      }
+    }
   }
 
   /**
-   * The handler's errors are classified as they are. An error of the transaction itself is not
-   * the message's fault (a refused connection, a closed pool, a missing inbox table, a read-only
-   * server, a timeout): unless the classifier calls it non-retryable, or it is about the data
-   * (SQLSTATE class 22, data exception, or 23, an integrity violation at COMMIT of a deferred
-   * constraint the handler's writes broke), it is infrastructure.
+   * What kind of failure ended an attempt. The three origins are classified apart:
+   * <ul>
+   *   <li>the handler's own errors as the classifier says (they are the message's, unless they
+   *       are I/O or contention);</li>
+   *   <li>a COMMIT the database refused after the handler ran (it swallowed an SQL error, a
+   *       deferred constraint, a serialization failure) as the classifier says of the cause:
+   *       the message's fault, or contention;</li>
+   *   <li>errors of the transaction itself (a refused connection, a closed pool, a missing
+   *       inbox table, a read-only server, a timeout) as infrastructure, unless the classifier
+   *       calls them non-retryable: they are never the message's fault.</li>
+   * </ul>
+   * JVM errors ({@link VirtualMachineError}, {@link LinkageError}) are fatal wherever they come from.
    */
   private ErrorKind kindOf(Throwable error) {
-    if (error instanceof HandlerFailure failure) {
-      return classify(failure.getCause());
+    if (error instanceof HandlerFailure || error instanceof CommitRejected) {
+      return classify(error.getCause());
     }
     ErrorKind kind = classify(error);
-    String sqlState = error instanceof io.r2dbc.spi.R2dbcException r2dbc ? r2dbc.getSqlState() : null;
-    boolean messageData = sqlState != null && (sqlState.startsWith("22") || sqlState.startsWith("23"));
-    return kind == ErrorKind.RETRYABLE && !messageData ? ErrorKind.INFRASTRUCTURE : kind;
+    return kind == ErrorKind.RETRYABLE || kind == ErrorKind.CONTENTION ? ErrorKind.INFRASTRUCTURE : kind;
   }
 
   private ErrorKind classify(Throwable error) {
@@ -232,20 +333,30 @@ public final class IdempotentConsumer<T> {
     return kind != null ? kind : ErrorKind.RETRYABLE;
   }
 
+  static boolean isFatal(Throwable error) {
+    for (Throwable t = error; t != null; t = t.getCause() == t ? null : t.getCause()) {
+      if (t instanceof VirtualMachineError || t instanceof LinkageError) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   private static Throwable cause(Throwable error) {
-    return error instanceof HandlerFailure ? error.getCause() : error;
+    return error instanceof HandlerFailure || error instanceof CommitRejected ? error.getCause() : error;
   }
 
   private DeadLetter deadLetterFor(Throwable error, int attempts) {
-    DeadLetterReason reason = kindOf(error) == ErrorKind.RETRYABLE ? DeadLetterReason.RETRIES_EXHAUSTED : DeadLetterReason.NON_RETRYABLE_ERROR;
+    DeadLetterReason reason = kindOf(error) == ErrorKind.NON_RETRYABLE ? DeadLetterReason.NON_RETRYABLE_ERROR : DeadLetterReason.RETRIES_EXHAUSTED;
     return DeadLetter.of(reason, cause(error), name, attempts);
   }
 
   private DeadLetter validate(Delivery<T> delivery) {
     try {
       return check(delivery);
-    } catch (RuntimeException e) {
-      // The delivery could not say what it is (its id, payload or decoding state threw).
+    } catch (RuntimeException | AssertionError | StackOverflowError e) {
+      // The delivery could not say what it is (its id, payload or decoding state threw). Other
+      // JVM errors (OutOfMemoryError, LinkageError) are not the message's: they propagate.
       return DeadLetter.of(DeadLetterReason.INVALID_ID, e, name, 0);
     }
   }
@@ -262,6 +373,12 @@ public final class IdempotentConsumer<T> {
       return DeadLetter.rejected(DeadLetterReason.INVALID_ID,
           "id has " + id.length() + " characters, more than the maximum of " + maxIdLength, name);
     }
+    int badSurrogate = unpairedSurrogate(id);
+    if (badSurrogate >= 0) {
+      return DeadLetter.rejected(DeadLetterReason.INVALID_ID, "id is not well-formed UTF-16: unpaired surrogate U+"
+          + Integer.toHexString(id.charAt(badSurrogate)).toUpperCase(java.util.Locale.ROOT) + " at index " + badSurrogate
+          + " (an id decoded from malformed bytes would collide with others)", name);
+    }
     Throwable decodingFailure = delivery.decodingFailure();
     if (decodingFailure != null) {
       return DeadLetter.of(DeadLetterReason.UNDECODABLE_PAYLOAD, decodingFailure, name, 0);
@@ -272,35 +389,62 @@ public final class IdempotentConsumer<T> {
     return null;
   }
 
+  /** The index of the first unpaired surrogate, or -1 when the string is well-formed UTF-16. */
+  static int unpairedSurrogate(String s) {
+    for (int i = 0; i < s.length(); i++) {
+      char c = s.charAt(i);
+      if (Character.isHighSurrogate(c)) {
+        if (i + 1 < s.length() && Character.isLowSurrogate(s.charAt(i + 1))) {
+          i++;
+        } else {
+          return i;
+        }
+      } else if (Character.isLowSurrogate(c)) {
+        return i;
+      }
+    }
+    return -1;
+  }
+
+  /**
+   * Acknowledges. A failed acknowledgement is not retried here (the adapter retried what it
+   * could): the message stays unsettled and the broker redelivers it, as a duplicate.
+   */
   private Mono<Outcome<T>> ack(Delivery<T> delivery, Outcome.Status status, int attempts) {
     return delivery.ack()
         .then(Mono.fromCallable(() -> settled(new Outcome<>(status, delivery, null, attempts))))
-        .onErrorResume(error -> unsettled(delivery, "acknowledgement", error));
+        .onErrorResume(error -> !isFatal(error), error -> {
+          log.warn("Consumer '{}': the acknowledgement of message '{}' failed; it stays unsettled and will be redelivered "
+              + "(then acknowledged as a duplicate): {}", name, idForLogs(delivery), LogText.cut(error.toString()));
+          return unsettled(delivery, "ack", error);
+        });
   }
 
+  /**
+   * Dead-letters. A failed dead-letter settlement is not retried here: the adapter already
+   * retried what it could, so this is for good. It is logged at ERROR and counted; the message
+   * stays unacknowledged (RabbitMQ redelivers it; on Kafka its partition's commits wait for it).
+   */
   private Mono<Outcome<T>> deadLetter(Delivery<T> delivery, DeadLetter deadLetter) {
     return delivery.deadLetter(deadLetter)
-        .retryWhen(Retry.backoff(Long.MAX_VALUE, retryPolicy.infrastructureBackoff())
-            .maxBackoff(retryPolicy.infrastructureMaxBackoff())
-            .filter(error -> kindOf(error) == ErrorKind.INFRASTRUCTURE))
         .then(Mono.fromCallable(() -> {
           log.warn("Consumer '{}' dead-lettered message '{}' after {} attempt(s): {}",
-              name, idForLogs(delivery), deadLetter.attempts(), deadLetter.detail());
+              name, idForLogs(delivery), deadLetter.attempts(), LogText.cut(deadLetter.detail()));
           return settled(new Outcome<>(Outcome.Status.DEAD_LETTERED, delivery, deadLetter, deadLetter.attempts()));
         }))
-        .onErrorResume(error -> {
-          log.error("Consumer '{}': the dead-letter publish of message '{}' failed for good ({}); the message stays "
-              + "unacknowledged and is redelivered, and on Kafka its partition's commits wait for it. Fix the dead-letter "
-              + "destination.", name, idForLogs(delivery), deadLetter.detail());
-          return unsettled(delivery, "dead-letter publish", error);
+        .onErrorResume(error -> !isFatal(error), error -> {
+          log.error("Consumer '{}': the dead letter of message '{}' could not be delivered ({}); the message stays "
+              + "unacknowledged: RabbitMQ redelivers it, on Kafka its partition's commits wait for it. Dead letter: {}",
+              name, idForLogs(delivery), LogText.cut(error.toString()), LogText.cut(deadLetter.detail()));
+          return unsettled(delivery, "dead-letter", error);
         });
   }
 
   private static String idForLogs(Delivery<?> delivery) {
     try {
-      return delivery.id();
-    } catch (RuntimeException e) {
-      return "<id unreadable: " + e.getMessage() + ">";
+      return LogText.cutId(delivery.id());
+    } catch (RuntimeException | AssertionError | StackOverflowError e) {
+      return "<id unreadable: " + LogText.cut(String.valueOf(e.getMessage())) + ">";
     }
   }
 
@@ -310,8 +454,7 @@ public final class IdempotentConsumer<T> {
   }
 
   private Mono<Outcome<T>> unsettled(Delivery<T> delivery, String step, Throwable error) {
-    log.warn("Consumer '{}': {} of message '{}' failed; it stays unsettled and will be redelivered: {}",
-        name, step, idForLogs(delivery), error.toString());
+    metrics.settlementFailed(delivery, step, error);
     metrics.abandoned(delivery);
     return Mono.empty();
   }
@@ -329,6 +472,27 @@ public final class IdempotentConsumer<T> {
   public String toString() {
     return "IdempotentConsumer[name=" + name + ", inbox=" + inbox + ", concurrency=" + concurrency
         + ", prefetch=" + prefetch + ", ordering=" + ordering + ", retry=" + retryPolicy + "]";
+  }
+
+  /**
+   * Marks an error at COMMIT, after the handler succeeded, that says the database would not
+   * commit the handler's writes: the message's failure, not the infrastructure's.
+   */
+  static final class CommitRejected extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    CommitRejected(Throwable cause) {
+      super(cause.toString(), cause, false, false);
+    }
+
+    /** COMMIT answered ROLLBACK, or a data, integrity, transaction-state or rollback SQLSTATE. */
+    static boolean matches(Throwable error) {
+      if (error instanceof io.r2dbc.spi.R2dbcRollbackException) {
+        return true;
+      }
+      String state = error instanceof io.r2dbc.spi.R2dbcException r2dbc ? r2dbc.getSqlState() : null;
+      return state != null && (state.startsWith("22") || state.startsWith("23") || state.startsWith("25") || state.startsWith("40"));
+    }
   }
 
   /** Marks an error as the handler's, so that it is told apart from errors of the transaction. */
@@ -359,6 +523,8 @@ public final class IdempotentConsumer<T> {
     private int maxIdLength = DEFAULT_MAX_ID_LENGTH;
     private ConsumerMetrics metrics = ConsumerMetrics.NONE;
     private Duration transactionTimeout = DEFAULT_TRANSACTION_TIMEOUT;
+    private ServerTimeouts serverTimeouts;
+    private Duration stuckWarningInterval = DEFAULT_STUCK_WARNING_INTERVAL;
 
     private Builder(String name) {
       this.name = name;
@@ -495,6 +661,38 @@ public final class IdempotentConsumer<T> {
         throw new IllegalArgumentException("transactionTimeout must be positive, was " + transactionTimeout);
       }
       this.transactionTimeout = transactionTimeout;
+      return this;
+    }
+
+    /**
+     * Server-side guards set at the start of every transaction of the default transaction
+     * runner ({@code statement_timeout}, {@code lock_timeout},
+     * {@code idle_in_transaction_session_timeout}); ignored with a custom
+     * {@link #transactionRunner}. Default {@link ServerTimeouts#derivedFrom(Duration)} of the
+     * {@link #transactionTimeout}; {@link ServerTimeouts#none()} turns them off.
+     *
+     * @param serverTimeouts the guards
+     * @return this builder
+     */
+    public Builder<T> serverTimeouts(ServerTimeouts serverTimeouts) {
+      this.serverTimeouts = Objects.requireNonNull(serverTimeouts, "serverTimeouts");
+      return this;
+    }
+
+    /**
+     * How often a message that keeps failing on infrastructure is logged again at WARN, with how
+     * long it has waited, so that an operator sees what holds a slot (and on Kafka a
+     * partition's commits). The first failure is always logged at WARN. Default 1 min.
+     *
+     * @param interval positive
+     * @return this builder
+     */
+    public Builder<T> stuckWarningInterval(Duration interval) {
+      Objects.requireNonNull(interval, "stuckWarningInterval");
+      if (interval.isNegative() || interval.isZero()) {
+        throw new IllegalArgumentException("stuckWarningInterval must be positive, was " + interval);
+      }
+      this.stuckWarningInterval = interval;
       return this;
     }
 

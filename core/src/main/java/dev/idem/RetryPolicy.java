@@ -8,21 +8,27 @@ import java.util.Objects;
  * the pipeline waits out broken infrastructure.
  *
  * <p>Immutable. {@link #defaults()}: 5 attempts with exponential backoff from 100 ms to 5 s for
- * {@link ErrorKind#RETRYABLE} errors; infrastructure errors are retried without limit with
- * backoff from 100 ms to 5 s. Both use Reactor's {@code Retry.backoff} with 50% jitter.
+ * {@link ErrorKind#RETRYABLE} errors; up to {@value #DEFAULT_MAX_CONTENTION_RETRIES}
+ * {@link ErrorKind#CONTENTION} retries in a row (deadlocks, serialization failures, lock
+ * timeouts) with the same backoff that do not spend attempts; infrastructure errors are retried
+ * without limit with backoff from 100 ms to 5 s, and logged at WARN when they start and then
+ * every minute while they last. Backoffs are exponential with 50% jitter.
  *
  * @param maxAttempts total processing attempts for retryable errors, counting the first; at least 1
  * @param firstBackoff the wait before the second attempt
  * @param maxBackoff the longest wait between attempts
  * @param infrastructureBackoff the first wait after an infrastructure error
  * @param infrastructureMaxBackoff the longest wait while infrastructure stays broken
+ * @param maxContentionRetries contention failures in a row retried without spending an
+ *     attempt; at least 0
  */
 public record RetryPolicy(
     int maxAttempts,
     Duration firstBackoff,
     Duration maxBackoff,
     Duration infrastructureBackoff,
-    Duration infrastructureMaxBackoff) {
+    Duration infrastructureMaxBackoff,
+    int maxContentionRetries) {
 
   /** Default attempt limit: {@value}. */
   public static final int DEFAULT_MAX_ATTEMPTS = 5;
@@ -31,8 +37,28 @@ public record RetryPolicy(
   /** Default maximum backoff: 5 s. */
   public static final Duration DEFAULT_MAX_BACKOFF = Duration.ofSeconds(5);
 
+  /** Default contention retries that spend no attempt: {@value}. */
+  public static final int DEFAULT_MAX_CONTENTION_RETRIES = 20;
+
+  /**
+   * A policy with the default contention retries.
+   *
+   * @param maxAttempts total processing attempts for retryable errors, counting the first
+   * @param firstBackoff the wait before the second attempt
+   * @param maxBackoff the longest wait between attempts
+   * @param infrastructureBackoff the first wait after an infrastructure error
+   * @param infrastructureMaxBackoff the longest wait while infrastructure stays broken
+   */
+  public RetryPolicy(int maxAttempts, Duration firstBackoff, Duration maxBackoff, Duration infrastructureBackoff,
+      Duration infrastructureMaxBackoff) {
+    this(maxAttempts, firstBackoff, maxBackoff, infrastructureBackoff, infrastructureMaxBackoff, DEFAULT_MAX_CONTENTION_RETRIES);
+  }
+
   /** Validates the components, naming the one that is wrong. */
   public RetryPolicy {
+    if (maxContentionRetries < 0) {
+      throw new IllegalArgumentException("maxContentionRetries must not be negative, was " + maxContentionRetries);
+    }
     if (maxAttempts < 1) {
       throw new IllegalArgumentException("maxAttempts must be at least 1, was " + maxAttempts);
     }
@@ -86,7 +112,17 @@ public record RetryPolicy(
    * @return the new policy
    */
   public RetryPolicy withInfrastructureBackoff(Duration first, Duration max) {
-    return new RetryPolicy(maxAttempts, firstBackoff, maxBackoff, first, max);
+    return new RetryPolicy(maxAttempts, firstBackoff, maxBackoff, first, max, maxContentionRetries);
+  }
+
+  /**
+   * A copy with another bound on contention retries.
+   *
+   * @param retries contention failures in a row retried without spending an attempt; at least 0
+   * @return the new policy
+   */
+  public RetryPolicy withMaxContentionRetries(int retries) {
+    return new RetryPolicy(maxAttempts, firstBackoff, maxBackoff, infrastructureBackoff, infrastructureMaxBackoff, retries);
   }
 
   private static void requirePositive(Duration d, String name) {

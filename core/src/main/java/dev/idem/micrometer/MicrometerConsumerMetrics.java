@@ -26,10 +26,13 @@ import java.util.Set;
  *   <tr><th>name</th><th>type</th><th>meaning</th></tr>
  *   <tr><td>{@value #MESSAGES}</td><td>counter, tag {@code outcome} = processed | duplicate | dead_lettered</td>
  *       <td>settled messages by outcome</td></tr>
- *   <tr><td>{@value #RETRIES}</td><td>counter, tag {@code kind} = retryable | infrastructure</td>
+ *   <tr><td>{@value #RETRIES}</td><td>counter, tag {@code kind} = retryable | contention | infrastructure</td>
  *       <td>failed attempts that were retried</td></tr>
  *   <tr><td>{@value #ABANDONED}</td><td>counter</td>
  *       <td>messages left unsettled for redelivery (cancelled, or the ack failed)</td></tr>
+ *   <tr><td>{@value #SETTLEMENT_FAILURES}</td><td>counter, tag {@code step} = ack | dead-letter</td>
+ *       <td>settlements the broker adapter could not complete (a dead letter that cannot be
+ *       delivered is also logged at ERROR)</td></tr>
  *   <tr><td>{@value #HANDLER}</td><td>timer with p50/p95/p99</td><td>time in the user's handler</td></tr>
  *   <tr><td>{@value #TRANSACTION}</td><td>timer with p50/p95/p99, tag {@code committed}</td>
  *       <td>whole transaction: dedup insert, handler, commit</td></tr>
@@ -51,6 +54,8 @@ public final class MicrometerConsumerMetrics implements ConsumerMetrics {
   public static final String RETRIES = "idem.retries";
   /** Messages left for redelivery. */
   public static final String ABANDONED = "idem.abandoned";
+  /** Settlements that failed for good, by step. */
+  public static final String SETTLEMENT_FAILURES = "idem.settlement.failures";
   /** Handler latency. */
   public static final String HANDLER = "idem.handler";
   /** Transaction latency. */
@@ -65,6 +70,9 @@ public final class MicrometerConsumerMetrics implements ConsumerMetrics {
   private final Map<Outcome.Status, Counter> outcomes = new EnumMap<>(Outcome.Status.class);
   private final Counter retryable;
   private final Counter infrastructure;
+  private final Counter contention;
+  private final Counter ackFailures;
+  private final Counter deadLetterFailures;
   private final Counter abandoned;
   private final Timer handler;
   private final Timer committed;
@@ -87,6 +95,11 @@ public final class MicrometerConsumerMetrics implements ConsumerMetrics {
     }
     retryable = Counter.builder(RETRIES).tags(tags).tag("kind", "retryable").description("Retried attempts").register(registry);
     infrastructure = Counter.builder(RETRIES).tags(tags).tag("kind", "infrastructure").description("Retried attempts").register(registry);
+    contention = Counter.builder(RETRIES).tags(tags).tag("kind", "contention").description("Retried attempts").register(registry);
+    ackFailures = Counter.builder(SETTLEMENT_FAILURES).tags(tags).tag("step", "ack")
+        .description("Settlements that failed for good").register(registry);
+    deadLetterFailures = Counter.builder(SETTLEMENT_FAILURES).tags(tags).tag("step", "dead-letter")
+        .description("Settlements that failed for good").register(registry);
     abandoned = Counter.builder(ABANDONED).tags(tags).description("Messages left unsettled for redelivery").register(registry);
     handler = Timer.builder(HANDLER).tags(tags).publishPercentiles(0.5, 0.95, 0.99).description("Handler latency").register(registry);
     committed = Timer.builder(TRANSACTION).tags(tags).tag("committed", "true").publishPercentiles(0.5, 0.95, 0.99)
@@ -111,7 +124,12 @@ public final class MicrometerConsumerMetrics implements ConsumerMetrics {
 
   @Override
   public void retrying(Delivery<?> delivery, Throwable error, ErrorKind kind) {
-    (kind == ErrorKind.INFRASTRUCTURE ? infrastructure : retryable).increment();
+    (kind == ErrorKind.INFRASTRUCTURE ? infrastructure : kind == ErrorKind.CONTENTION ? contention : retryable).increment();
+  }
+
+  @Override
+  public void settlementFailed(Delivery<?> delivery, String step, Throwable error) {
+    ("ack".equals(step) ? ackFailures : deadLetterFailures).increment();
   }
 
   @Override

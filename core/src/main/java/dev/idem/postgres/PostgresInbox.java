@@ -11,6 +11,8 @@ import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
@@ -36,6 +38,8 @@ public final class PostgresInbox {
   public static final String MIGRATION_RESOURCE = "/db/idem/V1__idem_processed_messages.sql";
   /** Rows removed per statement by {@link #purgeOlderThan}: {@value}. */
   public static final int PURGE_BATCH_SIZE = 5_000;
+
+  private static final Pattern TEMPLATE_NAMES = Pattern.compile("\\b(processed_messages_processed_at_idx|processed_messages)\\b");
 
   private final ConnectionFactory connectionFactory;
   private final String table;
@@ -144,12 +148,22 @@ public final class PostgresInbox {
         .reduce(0L, Long::sum);
   }
 
+  /**
+   * The migration's statements for this table, built from the migration as a template: the
+   * default table name and index name are whole words of it, replaced in one pass, so a
+   * schema-qualified table ({@code billing.processed_messages}) gets an unqualified index name
+   * ({@code processed_messages_processed_at_idx}, which PostgreSQL puts in the table's schema).
+   */
   List<String> schemaStatements() {
     String unqualified = table.contains(".") ? table.substring(table.indexOf('.') + 1) : table;
-    String script = readMigration()
-        .replace("processed_messages_processed_at_idx", unqualified + "_processed_at_idx")
-        .replace("processed_messages", table);
-    String withoutComments = script.lines().filter(line -> !line.trim().startsWith("--")).collect(Collectors.joining("\n"));
+    Matcher names = TEMPLATE_NAMES.matcher(readMigration());
+    StringBuilder script = new StringBuilder();
+    while (names.find()) {
+      String replacement = names.group().equals(DEFAULT_TABLE) ? table : unqualified + "_processed_at_idx";
+      names.appendReplacement(script, Matcher.quoteReplacement(replacement));
+    }
+    names.appendTail(script);
+    String withoutComments = script.toString().lines().filter(line -> !line.trim().startsWith("--")).collect(Collectors.joining("\n"));
     return Arrays.stream(withoutComments.split(";")).map(String::trim).filter(s -> !s.isEmpty()).toList();
   }
 

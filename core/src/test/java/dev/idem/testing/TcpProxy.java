@@ -15,6 +15,8 @@ import java.util.concurrent.CopyOnWriteArrayList;
  * A loopback TCP forwarder that a test can cut and restore, to take a real server "down" for
  * one client without stopping it for everyone else. {@link #cut()} closes every forwarded
  * connection and refuses new ones; {@link #restore()} accepts again on the same port.
+ * {@link #stall()} keeps every socket open but stops moving bytes (a network that goes silent
+ * without a reset), until {@link #resume()}.
  */
 public final class TcpProxy implements AutoCloseable {
 
@@ -23,6 +25,8 @@ public final class TcpProxy implements AutoCloseable {
   private final int port;
   private final List<Socket> sockets = new CopyOnWriteArrayList<>();
   private volatile ServerSocket server;
+  private final Object stallLock = new Object();
+  private boolean stalled;
 
   /**
    * Starts forwarding from a free loopback port to the target.
@@ -58,6 +62,29 @@ public final class TcpProxy implements AutoCloseable {
       closeQuietly(s);
     }
     sockets.clear();
+  }
+
+  /** Stops forwarding bytes in both directions on every connection, open or new; sockets stay open. */
+  public void stall() {
+    synchronized (stallLock) {
+      stalled = true;
+    }
+  }
+
+  /** Forwards bytes again after {@link #stall()}. */
+  public void resume() {
+    synchronized (stallLock) {
+      stalled = false;
+      stallLock.notifyAll();
+    }
+  }
+
+  private void awaitNotStalled() throws InterruptedException {
+    synchronized (stallLock) {
+      while (stalled) {
+        stallLock.wait();
+      }
+    }
   }
 
   /** Accepts connections again. */
@@ -99,11 +126,14 @@ public final class TcpProxy implements AutoCloseable {
       try (InputStream in = from.getInputStream(); OutputStream out = to.getOutputStream()) {
         int n;
         while ((n = in.read(buffer)) >= 0) {
+          awaitNotStalled();
           out.write(buffer, 0, n);
           out.flush();
         }
       } catch (IOException e) {
         // one side went away
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
       } finally {
         closeQuietly(from);
         closeQuietly(to);
@@ -126,6 +156,7 @@ public final class TcpProxy implements AutoCloseable {
 
   @Override
   public void close() {
+    resume();
     cut();
   }
 }
