@@ -57,9 +57,11 @@ import reactor.util.retry.Retry;
  *       {@link StackOverflowError}, and {@link LinkageError}) thrown or emitted by the handler
  *       leave the message unacknowledged and terminate the returned {@code Flux} with that
  *       error, so that the application or its supervisor restarts; other {@link Error}s of the
- *       handler (an {@link AssertionError}) are handler errors like any other. A JVM error that
- *       Reactor rethrows on another thread (from inside an operator of the handler's chain)
- *       cannot reach the pipeline: the {@code transactionTimeout} then ends that attempt.</li>
+ *       handler (an {@link AssertionError}) are handler errors like any other. Reactor's operators
+ *       rethrow JVM errors up the calling thread's stack instead of signalling them; when that
+ *       happens inside the handler's chain on another thread (after an asynchronous step) the
+ *       error cannot reach the pipeline, and the {@code transactionTimeout} ends the attempt,
+ *       which is then retried as infrastructure (logged at WARN).</li>
  *   <li><b>Bounded.</b> At most {@code prefetch} messages wait in the buffer and at most
  *       {@code concurrency} are in flight; demand, not memory, absorbs a backlog.</li>
  *   <li><b>Ordered</b> per the {@link Ordering} mode.</li>
@@ -210,20 +212,49 @@ public final class IdempotentConsumer<T> {
 
   private Mono<Boolean> runHandler(Delivery<T> delivery, TxHandle tx) {
     long start = System.nanoTime();
-    return Mono.defer(() -> {
-      Publisher<?> effect;
+    return Mono.<Void>create(sink -> {
+      // Reactor's own operators rethrow JVM errors (Exceptions.throwIfJvmFatal) instead of
+      // signalling them; subscribing with a plain Subscriber inside try/catch turns every
+      // Throwable that reaches this point, thrown or signalled, into this message's failure.
       try {
-        // Reactor rethrows JVM errors thrown synchronously; catch every Throwable here so that a
-        // StackOverflowError or OutOfMemoryError still ends this message's processing.
-        effect = Objects.requireNonNull(handler.handle(delivery.payload(), tx), "handler returned null");
+        Publisher<?> effect = Objects.requireNonNull(handler.handle(delivery.payload(), tx), "handler returned null");
+        effect.subscribe(new EffectSubscriber(sink));
       } catch (Throwable e) {
-        return Mono.error(e);
+        sink.error(new HandlerFailure(e));
       }
-      return Flux.from(effect).then();
     })
         .doOnSuccess(ignored -> metrics.handler(delivery, Duration.ofNanos(System.nanoTime() - start)))
-        .onErrorMap(HandlerFailure::new)
         .thenReturn(true);
+  }
+
+  /** Completes the sink when the handler's publisher completes; wraps its error as the handler's. */
+  private static final class EffectSubscriber implements org.reactivestreams.Subscriber<Object> {
+    private final reactor.core.publisher.MonoSink<Void> sink;
+
+    EffectSubscriber(reactor.core.publisher.MonoSink<Void> sink) {
+      this.sink = sink;
+    }
+
+    @Override
+    public void onSubscribe(org.reactivestreams.Subscription subscription) {
+      sink.onCancel(subscription::cancel);
+      subscription.request(Long.MAX_VALUE);
+    }
+
+    @Override
+    public void onNext(Object value) {
+      // values of the effect are ignored
+    }
+
+    @Override
+    public void onError(Throwable error) {
+      sink.error(new HandlerFailure(error));
+    }
+
+    @Override
+    public void onComplete() {
+      sink.success();
+    }
   }
 
   /** The attempt counters of one message and the decision after each failure. */
@@ -255,14 +286,16 @@ public final class IdempotentConsumer<T> {
      */
     Mono<Long> backoffOrGiveUp(Throwable failure) {
       ErrorKind kind = kindOf(failure);
-      if (kind == ErrorKind.CONTENTION && ++contentionInARow > retryPolicy.maxContentionRetries()) {
-        kind = ErrorKind.RETRYABLE;
+      if (isFatal(failure)) {
+        return Mono.error(failure);
       }
       if (kind != ErrorKind.INFRASTRUCTURE) {
         infrastructureInARow = 0;
       }
       if (kind != ErrorKind.CONTENTION) {
         contentionInARow = 0;
+      } else if (++contentionInARow > retryPolicy.maxContentionRetries()) {
+        kind = ErrorKind.RETRYABLE;
       }
       Duration wait;
       switch (kind) {
