@@ -1,13 +1,21 @@
 package dev.idem;
 
 import dev.idem.internal.Backoff;
+import dev.idem.internal.BatchLanes;
+import dev.idem.internal.BatchTxHandle;
 import dev.idem.internal.KeyedLanes;
 import dev.idem.internal.LogText;
 import dev.idem.internal.R2dbcTransactionRunner;
 import dev.idem.internal.TxHandle;
 import dev.idem.postgres.PostgresInbox;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashSet;
+import java.util.IdentityHashMap;
+import java.util.List;
 import java.util.Objects;
+import java.util.Set;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.reactivestreams.Publisher;
 import org.slf4j.Logger;
@@ -79,6 +87,8 @@ public final class IdempotentConsumer<T> {
   public static final int DEFAULT_CONCURRENCY = 8;
   /** Default buffer of messages requested ahead of processing: {@value}. */
   public static final int DEFAULT_PREFETCH = 32;
+  /** Default largest micro-batch: {@value}; 1 turns batching off. */
+  public static final int DEFAULT_MAX_BATCH_SIZE = 1;
   /** Default ordering: {@link Ordering#BY_KEY}. */
   public static final Ordering DEFAULT_ORDERING = Ordering.BY_KEY;
   /** Default longest accepted message id, in characters: {@value}. */
@@ -94,6 +104,9 @@ public final class IdempotentConsumer<T> {
   private final String name;
   private final PostgresInbox inbox;
   private final Handler<T> handler;
+  private final BatchHandler<T> batchHandler;
+  private final int maxBatchSize;
+  private final Duration batchMaxWait;
   private final TransactionRunner transactions;
   private final int concurrency;
   private final int prefetch;
@@ -109,6 +122,9 @@ public final class IdempotentConsumer<T> {
     this.name = b.name;
     this.inbox = b.inbox;
     this.handler = b.handler;
+    this.batchHandler = b.batchHandler;
+    this.maxBatchSize = b.maxBatchSize;
+    this.batchMaxWait = b.batchMaxWait;
     this.transactions = b.transactions != null ? b.transactions
         : new R2dbcTransactionRunner(b.inbox.connectionFactory(),
             b.serverTimeouts != null ? b.serverTimeouts : ServerTimeouts.derivedFrom(b.transactionTimeout));
@@ -143,10 +159,18 @@ public final class IdempotentConsumer<T> {
    * @return one outcome per settled message, emitted after settlement
    */
   public Flux<Outcome<T>> process(Publisher<? extends Delivery<T>> source) {
-    Flux<Delivery<T>> buffered = Flux.<Delivery<T>>from(source)
-        .doOnNext(metrics::received)
-        .limitRate(prefetch);
+    Flux<Delivery<T>> received = Flux.<Delivery<T>>from(source).doOnNext(metrics::received);
     Flux<Outcome<T>> outcomes;
+    if (maxBatchSize > 1) {
+      // The flatMap's demand alone bounds the messages buffered and in flight to the prefetch.
+      outcomes = Flux.using(
+          () -> new BatchLanes<Delivery<T>, Outcome<T>>(concurrency, maxBatchSize, batchMaxWait,
+              d -> ordering == Ordering.UNORDERED ? null : laneKey(d), this::processBatch, Outcome::delivery, metrics::abandoned),
+          lanes -> received.flatMap(lanes::submit, prefetch, 1),
+          BatchLanes::dispose);
+      return outcomes.doOnDiscard(Delivery.class, metrics::abandoned);
+    }
+    Flux<Delivery<T>> buffered = received.limitRate(prefetch);
     if (ordering == Ordering.UNORDERED) {
       outcomes = buffered.flatMap(this::handle, concurrency, 1);
     } else {
@@ -173,20 +197,148 @@ public final class IdempotentConsumer<T> {
       if (rejection != null) {
         return deadLetter(delivery, rejection);
       }
-      Attempts attempts = new Attempts(delivery);
-      return Mono.defer(() -> attemptOnce(delivery, attempts.next()))
-          .retryWhen(Retry.from(signals -> signals.concatMap(signal -> attempts.backoffOrGiveUp(signal.failure()))))
-          .flatMap(inserted -> ack(delivery, inserted ? Outcome.Status.PROCESSED : Outcome.Status.DUPLICATE, attempts.count()))
-          .onErrorResume(error -> !isFatal(error), error -> deadLetter(delivery, deadLetterFor(error, attempts.count())))
-          .onErrorMap(IdempotentConsumer::cause)
-          .doOnError(fatal -> {
-            log.error("Consumer '{}': a JVM error while processing message '{}'; the message stays unacknowledged and "
-                + "the stream terminates with the error so that the application (or its supervisor) can restart: {}",
-                name, idForLogs(delivery), LogText.cut(fatal.toString()));
-            metrics.abandoned(delivery);
-          })
-          .doOnCancel(() -> metrics.abandoned(delivery));
+      return attempt(delivery, new Attempts(delivery), Mono.empty());
     });
+  }
+
+  /** The failing message of a split batch, alone: its failed batch attempt counts as its first. */
+  private Mono<Outcome<T>> handleAfterBatchFailure(Delivery<T> delivery, Throwable batchFailure) {
+    return Mono.defer(() -> {
+      Attempts attempts = new Attempts(delivery);
+      attempts.next();
+      return attempt(delivery, attempts, attempts.backoffOrGiveUp(batchFailure));
+    });
+  }
+
+  /** Attempts with retries after {@code before}, then the settlement: ack, dead letter, or a fatal error. */
+  private Mono<Outcome<T>> attempt(Delivery<T> delivery, Attempts attempts, Mono<?> before) {
+    return before.then(Mono.defer(() -> attemptOnce(delivery, attempts.next()))
+            .retryWhen(Retry.from(signals -> signals.concatMap(signal -> attempts.backoffOrGiveUp(signal.failure())))))
+        .flatMap(inserted -> ack(delivery, inserted ? Outcome.Status.PROCESSED : Outcome.Status.DUPLICATE, attempts.count()))
+        .onErrorResume(error -> !isFatal(error), error -> deadLetter(delivery, deadLetterFor(error, attempts.count())))
+        .onErrorMap(IdempotentConsumer::cause)
+        .doOnError(fatal -> {
+          log.error("Consumer '{}': a JVM error while processing message '{}'; the message stays unacknowledged and "
+              + "the stream terminates with the error so that the application (or its supervisor) can restart: {}",
+              name, idForLogs(delivery), LogText.cut(fatal.toString()));
+          metrics.abandoned(delivery);
+        })
+        .doOnCancel(() -> metrics.abandoned(delivery));
+  }
+
+  /**
+   * One micro-batch of one lane, in order: each run of valid deliveries shares a transaction;
+   * a delivery that fails validation is dead-lettered where it stands.
+   */
+  private Flux<Outcome<T>> processBatch(List<Delivery<T>> batch) {
+    if (batch.size() == 1) {
+      return handle(batch.get(0)).flux();
+    }
+    List<Flux<Outcome<T>>> parts = new ArrayList<>();
+    List<Delivery<T>> run = new ArrayList<>();
+    for (Delivery<T> delivery : batch) {
+      metrics.started(delivery);
+      DeadLetter rejection = validate(delivery);
+      if (rejection == null) {
+        run.add(delivery);
+        continue;
+      }
+      if (!run.isEmpty()) {
+        parts.add(batchRun(List.copyOf(run)));
+        run.clear();
+      }
+      parts.add(deadLetter(delivery, rejection).flux());
+    }
+    if (!run.isEmpty()) {
+      parts.add(batchRun(List.copyOf(run)));
+    }
+    return Flux.concat(parts);
+  }
+
+  /**
+   * Valid deliveries in one transaction: one multi-row dedup insert, the handler for each new
+   * one, one COMMIT, then the acknowledgements in order. Infrastructure failures and contention
+   * retry the whole batch; a failure of the message's kind splits it (at the failing message
+   * when it is known, else in halves), so the others commit and the failing one is retried and
+   * dead-lettered on its own, in its place in the order.
+   */
+  private Flux<Outcome<T>> batchRun(List<Delivery<T>> run) {
+    if (run.size() <= 1) {
+      return run.isEmpty() ? Flux.empty() : handle(run.get(0)).flux();
+    }
+    Attempts attempts = new Attempts(run.get(0));
+    return Mono.defer(() -> attemptBatch(run, attempts.next()))
+        .retryWhen(Retry.from(signals -> signals.concatMap(signal -> attempts.backoffOrSplit(signal.failure()))))
+        .flatMapMany(fresh -> Flux.fromIterable(run)
+            .concatMap(d -> ack(d, fresh.contains(d) ? Outcome.Status.PROCESSED : Outcome.Status.DUPLICATE, attempts.count())))
+        .onErrorResume(BatchSplit.class, split -> split(run, split))
+        .onErrorMap(IdempotentConsumer::cause)
+        .doOnError(fatal -> {
+          log.error("Consumer '{}': a JVM error while processing a batch of {} messages from '{}'; they stay unacknowledged and "
+              + "the stream terminates with the error: {}", name, run.size(), idForLogs(run.get(0)), LogText.cut(fatal.toString()));
+          run.forEach(metrics::abandoned);
+        });
+  }
+
+  private Flux<Outcome<T>> split(List<Delivery<T>> run, BatchSplit split) {
+    int failing = split.index;
+    if (failing >= 0 && failing < run.size()) {
+      return Flux.concat(batchRun(run.subList(0, failing)), handleAfterBatchFailure(run.get(failing), split.getCause()).flux(),
+          batchRun(run.subList(failing + 1, run.size())));
+    }
+    int half = run.size() / 2;
+    return Flux.concat(batchRun(run.subList(0, half)), batchRun(run.subList(half, run.size())));
+  }
+
+  private Mono<Set<Delivery<T>>> attemptBatch(List<Delivery<T>> run, int attempt) {
+    long start = System.nanoTime();
+    AtomicBoolean effectsDone = new AtomicBoolean();
+    List<String> ids = new ArrayList<>(run.size());
+    run.forEach(d -> ids.add(d.id()));
+    return transactions.inTransaction(connection -> inbox.recordAll(connection, name, ids)
+            .flatMap(newIds -> {
+              Set<Delivery<T>> fresh = firstOccurrences(run, newIds);
+              return applyEffects(run, fresh, connection).doOnSuccess(ok -> effectsDone.set(true)).thenReturn(fresh);
+            }))
+        .timeout(transactionTimeout)
+        .onErrorMap(error -> effectsDone.get() && !(error instanceof HandlerFailure) && CommitRejected.matches(error),
+            CommitRejected::new)
+        .doOnSuccess(fresh -> run.forEach(d -> metrics.transaction(d, Duration.ofNanos(System.nanoTime() - start), true)))
+        .doOnError(error -> run.forEach(d -> metrics.transaction(d, Duration.ofNanos(System.nanoTime() - start), false)));
+  }
+
+  /** The deliveries whose id was newly recorded; of repeats inside the batch, the first. */
+  private static <T> Set<Delivery<T>> firstOccurrences(List<Delivery<T>> run, Set<String> newIds) {
+    Set<Delivery<T>> fresh = Collections.newSetFromMap(new IdentityHashMap<>());
+    Set<String> claimed = new HashSet<>();
+    for (Delivery<T> d : run) {
+      if (newIds.contains(d.id()) && claimed.add(d.id())) {
+        fresh.add(d);
+      }
+    }
+    return fresh;
+  }
+
+  /** The effects of a batch's new messages on its connection, in delivery order. */
+  private Mono<Void> applyEffects(List<Delivery<T>> run, Set<Delivery<T>> fresh, io.r2dbc.spi.Connection connection) {
+    if (fresh.isEmpty()) {
+      return Mono.empty();
+    }
+    if (batchHandler != null) {
+      List<BatchItem<T>> items = new ArrayList<>(fresh.size());
+      for (Delivery<T> d : run) {
+        if (fresh.contains(d)) {
+          items.add(new BatchItem<>(d.id(), d.payload(), d));
+        }
+      }
+      long start = System.nanoTime();
+      return guardedEffect(() -> batchHandler.handle(items, new BatchTxHandle(connection, name)), -1)
+          .doOnSuccess(ok -> items.forEach(i -> metrics.handler(i.delivery(), Duration.ofNanos(System.nanoTime() - start))));
+    }
+    return Flux.range(0, run.size())
+        .filter(i -> fresh.contains(run.get(i)))
+        .concatMap(i -> runHandler(run.get(i), new TxHandle(connection, run.get(i).id(), name), i))
+        .then();
   }
 
   /**
@@ -211,28 +363,43 @@ public final class IdempotentConsumer<T> {
   }
 
   private Mono<Boolean> runHandler(Delivery<T> delivery, TxHandle tx) {
+    return runHandler(delivery, tx, -1);
+  }
+
+  /** The per-message effect (or the batch handler with one message); errors carry the index in their batch. */
+  private Mono<Boolean> runHandler(Delivery<T> delivery, TxHandle tx, int index) {
     long start = System.nanoTime();
-    return Mono.<Void>create(sink -> {
-      // Reactor's own operators rethrow JVM errors (Exceptions.throwIfJvmFatal) instead of
-      // signalling them; subscribing with a plain Subscriber inside try/catch turns every
-      // Throwable that reaches this point, thrown or signalled, into this message's failure.
-      try {
-        Publisher<?> effect = Objects.requireNonNull(handler.handle(delivery.payload(), tx), "handler returned null");
-        effect.subscribe(new EffectSubscriber(sink));
-      } catch (Throwable e) {
-        sink.error(new HandlerFailure(e));
-      }
-    })
+    return guardedEffect(() -> handler != null
+            ? handler.handle(delivery.payload(), tx)
+            : batchHandler.handle(List.of(new BatchItem<>(delivery.id(), delivery.payload(), delivery)), tx), index)
         .doOnSuccess(ignored -> metrics.handler(delivery, Duration.ofNanos(System.nanoTime() - start)))
         .thenReturn(true);
+  }
+
+  /**
+   * Subscribes the user's effect. Reactor's own operators rethrow JVM errors
+   * ({@code Exceptions.throwIfJvmFatal}) instead of signalling them; subscribing with a plain
+   * Subscriber inside try/catch turns every Throwable that reaches this point, thrown or
+   * signalled, into a {@link HandlerFailure}.
+   */
+  private static Mono<Void> guardedEffect(java.util.function.Supplier<Publisher<?>> effect, int index) {
+    return Mono.<Void>create(sink -> {
+      try {
+        Objects.requireNonNull(effect.get(), "handler returned null").subscribe(new EffectSubscriber(sink, index));
+      } catch (Throwable e) {
+        sink.error(new HandlerFailure(e, index));
+      }
+    });
   }
 
   /** Completes the sink when the handler's publisher completes; wraps its error as the handler's. */
   private static final class EffectSubscriber implements org.reactivestreams.Subscriber<Object> {
     private final reactor.core.publisher.MonoSink<Void> sink;
+    private final int index;
 
-    EffectSubscriber(reactor.core.publisher.MonoSink<Void> sink) {
+    EffectSubscriber(reactor.core.publisher.MonoSink<Void> sink, int index) {
       this.sink = sink;
+      this.index = index;
     }
 
     @Override
@@ -248,7 +415,7 @@ public final class IdempotentConsumer<T> {
 
     @Override
     public void onError(Throwable error) {
-      sink.error(new HandlerFailure(error));
+      sink.error(new HandlerFailure(error, index));
     }
 
     @Override
@@ -316,6 +483,21 @@ public final class IdempotentConsumer<T> {
       }
       metrics.retrying(delivery, cause(failure), kind);
       return Mono.delay(wait);
+    }
+
+    /**
+     * For a batch: waits and retries the whole batch on infrastructure failures and on
+     * contention within its bound; anything else that is not fatal splits the batch.
+     */
+    Mono<Long> backoffOrSplit(Throwable failure) {
+      if (isFatal(failure)) {
+        return Mono.error(failure);
+      }
+      ErrorKind kind = kindOf(failure);
+      if (kind == ErrorKind.INFRASTRUCTURE || (kind == ErrorKind.CONTENTION && contentionInARow < retryPolicy.maxContentionRetries())) {
+        return backoffOrGiveUp(failure);
+      }
+      return Mono.error(new BatchSplit(failure));
     }
 
     /** WARN when a message starts waiting for infrastructure, then every {@code stuckWarningInterval} while it waits. */
@@ -528,12 +710,27 @@ public final class IdempotentConsumer<T> {
     }
   }
 
+  /** Tells a batch to split, at {@link #index} when known. */
+  static final class BatchSplit extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+    final int index;
+
+    BatchSplit(Throwable cause) {
+      super(cause.toString(), cause, false, false);
+      this.index = cause instanceof HandlerFailure failure ? failure.index : -1;
+    }
+  }
+
   /** Marks an error as the handler's, so that it is told apart from errors of the transaction. */
   static final class HandlerFailure extends RuntimeException {
     private static final long serialVersionUID = 1L;
 
-    HandlerFailure(Throwable cause) {
+    /** The failing message's index in its batch, or -1 when unknown or not batched. */
+    final int index;
+
+    HandlerFailure(Throwable cause, int index) {
       super(cause.toString(), cause, false, false);
+      this.index = index;
     }
   }
 
@@ -547,6 +744,9 @@ public final class IdempotentConsumer<T> {
     private final String name;
     private PostgresInbox inbox;
     private Handler<T> handler;
+    private BatchHandler<T> batchHandler;
+    private int maxBatchSize = DEFAULT_MAX_BATCH_SIZE;
+    private Duration batchMaxWait = Duration.ZERO;
     private TransactionRunner transactions;
     private int concurrency = DEFAULT_CONCURRENCY;
     private int prefetch = DEFAULT_PREFETCH;
@@ -582,6 +782,53 @@ public final class IdempotentConsumer<T> {
      */
     public Builder<T> handler(Handler<T> handler) {
       this.handler = Objects.requireNonNull(handler, "handler");
+      return this;
+    }
+
+    /**
+     * A set-based business effect that receives the new messages of a micro-batch at once;
+     * instead of {@link #handler}. With batching off it is called with one message at a time.
+     *
+     * @param batchHandler the batch handler
+     * @return this builder
+     */
+    public Builder<T> batchHandler(BatchHandler<T> batchHandler) {
+      this.batchHandler = Objects.requireNonNull(batchHandler, "batchHandler");
+      return this;
+    }
+
+    /**
+     * Micro-batching: up to {@code maxBatchSize} messages share one transaction (one multi-row
+     * dedup insert, the handler for each new message, one COMMIT, then their acknowledgements).
+     * Messages are spread over {@link #concurrency} lanes (by ordering key or partition, so
+     * per-key order holds within and across batches; {@link Ordering#UNORDERED} to the shortest
+     * lane); each lane runs one batch at a time and its next batch takes what queued meanwhile,
+     * so batches grow with the load and never wait at low load. {@link #prefetch} bounds the
+     * messages buffered and in flight, {@code concurrency} the transactions. Default
+     * {@value IdempotentConsumer#DEFAULT_MAX_BATCH_SIZE} (off).
+     *
+     * @param maxBatchSize at least 1; 1 turns batching off
+     * @return this builder
+     */
+    public Builder<T> maxBatchSize(int maxBatchSize) {
+      this.maxBatchSize = maxBatchSize;
+      return this;
+    }
+
+    /**
+     * How long an idle batch lane waits for more messages before it starts a batch. Zero (the
+     * default) starts at once with what is there: lowest latency. A few milliseconds make
+     * batches larger at moderate load, at that cost in latency.
+     *
+     * @param batchMaxWait zero or positive
+     * @return this builder
+     */
+    public Builder<T> batchMaxWait(Duration batchMaxWait) {
+      Objects.requireNonNull(batchMaxWait, "batchMaxWait");
+      if (batchMaxWait.isNegative()) {
+        throw new IllegalArgumentException("batchMaxWait must not be negative, was " + batchMaxWait);
+      }
+      this.batchMaxWait = batchMaxWait;
       return this;
     }
 
@@ -745,8 +992,14 @@ public final class IdempotentConsumer<T> {
       if (inbox == null) {
         throw new IllegalArgumentException("inbox is required (for example PostgresInbox.create(connectionFactory))");
       }
-      if (handler == null) {
-        throw new IllegalArgumentException("handler is required");
+      if (handler == null && batchHandler == null) {
+        throw new IllegalArgumentException("handler is required (or batchHandler)");
+      }
+      if (handler != null && batchHandler != null) {
+        throw new IllegalArgumentException("set either handler or batchHandler, not both");
+      }
+      if (maxBatchSize < 1) {
+        throw new IllegalArgumentException("maxBatchSize must be at least 1, was " + maxBatchSize);
       }
       if (concurrency < 1) {
         throw new IllegalArgumentException("concurrency must be at least 1, was " + concurrency);

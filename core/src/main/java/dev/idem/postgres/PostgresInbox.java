@@ -44,11 +44,14 @@ public final class PostgresInbox {
   private final ConnectionFactory connectionFactory;
   private final String table;
   private final String insertSql;
+  private final String insertManySql;
 
   private PostgresInbox(ConnectionFactory connectionFactory, String table) {
     this.connectionFactory = Objects.requireNonNull(connectionFactory, "connectionFactory");
     this.table = Identifiers.requireSqlIdentifier("table", table);
     this.insertSql = "INSERT INTO " + table + " (consumer, message_id) VALUES ($1, $2) ON CONFLICT DO NOTHING";
+    this.insertManySql = "INSERT INTO " + table + " (consumer, message_id) SELECT $1, id FROM unnest($2::text[]) AS ids(id) ORDER BY id"
+        + " ON CONFLICT DO NOTHING RETURNING message_id";
   }
 
   /**
@@ -105,6 +108,23 @@ public final class PostgresInbox {
         .concatMap(result -> Mono.from(result.getRowsUpdated()))
         .reduce(0L, Long::sum)
         .map(rows -> rows > 0);
+  }
+
+  /**
+   * Records several ids in one statement (one round trip), inside the caller's transaction.
+   * Ids are inserted in sorted order, so that two transactions with overlapping ids take their
+   * row locks in the same order and cannot deadlock on them.
+   *
+   * @param connection a connection in a transaction
+   * @param consumer the consumer name
+   * @param messageIds the ids; repeats are allowed (only one of them can be new)
+   * @return the ids whose rows were inserted (seen for the first time)
+   */
+  public Mono<java.util.Set<String>> recordAll(Connection connection, String consumer, java.util.Collection<String> messageIds) {
+    String[] ids = messageIds.toArray(String[]::new);
+    return Flux.from(connection.createStatement(insertManySql).bind(0, consumer).bind(1, ids).execute())
+        .concatMap(result -> result.map(row -> row.get(0, String.class)))
+        .collect(java.util.stream.Collectors.toCollection(java.util.HashSet::new));
   }
 
   /**
