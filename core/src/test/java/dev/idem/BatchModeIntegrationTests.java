@@ -1,0 +1,189 @@
+package dev.idem;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.idem.postgres.PostgresInbox;
+import dev.idem.testing.PostgresService;
+import dev.idem.testing.TestDelivery;
+import io.r2dbc.pool.ConnectionPool;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.IntStream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+
+/** What only batch mode has: shared transactions, set-based handlers, isolation of a bad message. */
+class BatchModeIntegrationTests {
+
+  private static final Duration TIMEOUT = Duration.ofSeconds(60);
+  private static final RetryPolicy FAST = RetryPolicy.backoff(3, Duration.ofMillis(5))
+      .withInfrastructureBackoff(Duration.ofMillis(20), Duration.ofMillis(200));
+
+  private final PostgresService postgres = PostgresService.get();
+  private ConnectionPool pool;
+  private PostgresInbox inbox;
+  private String accounts;
+  private String effects;
+  private String consumer;
+
+  @BeforeEach
+  void setUp() {
+    pool = postgres.pool(4);
+    inbox = PostgresInbox.create(pool, PostgresService.uniqueName("inbox"));
+    inbox.createSchemaIfAbsent().block(TIMEOUT);
+    accounts = PostgresService.uniqueName("accounts");
+    effects = PostgresService.uniqueName("effects");
+    consumer = PostgresService.uniqueName("consumer");
+    postgres.execute("CREATE TABLE " + accounts + " (id bigint PRIMARY KEY, balance bigint NOT NULL)",
+        "INSERT INTO " + accounts + " SELECT g, 0 FROM generate_series(1, 10) g",
+        "CREATE TABLE " + effects + " (seq bigserial PRIMARY KEY, message_id text NOT NULL, k text)");
+  }
+
+  @AfterEach
+  void tearDown() {
+    postgres.execute("DROP TABLE IF EXISTS " + accounts, "DROP TABLE IF EXISTS " + effects, "DROP TABLE IF EXISTS " + inbox.table());
+    pool.dispose();
+  }
+
+  private record Payment(long account, long amount) {}
+
+  /** The seeds' set-based effect: one UPDATE for the whole batch. */
+  private BatchHandler<Payment> creditAll(List<Integer> batchSizes) {
+    return (items, tx) -> {
+      batchSizes.add(items.size());
+      Long[] ids = items.stream().map(i -> i.payload().account()).toArray(Long[]::new);
+      Long[] amounts = items.stream().map(i -> i.payload().amount()).toArray(Long[]::new);
+      return tx.sql("UPDATE " + accounts + " a SET balance = a.balance + d.amount"
+              + " FROM (SELECT account, sum(amount) AS amount FROM unnest($1::bigint[], $2::bigint[]) AS t(account, amount) GROUP BY account) d"
+              + " WHERE a.id = d.account")
+          .bind(0, ids).bind(1, amounts).execute();
+    };
+  }
+
+  @Test
+  void aSetBasedBatchHandlerAppliesEachDistinctMessageOnceEvenWithRepeatsInsideABatch() {
+    List<TestDelivery<Payment>> deliveries = new ArrayList<>();
+    for (int i = 0; i < 400; i++) {
+      TestDelivery<Payment> d = TestDelivery.of("p-" + i, new Payment(1 + i % 10, 1 + i % 7));
+      deliveries.add(d);
+      if (i % 5 == 0) {
+        deliveries.add(d.redelivered());
+      }
+    }
+    List<Integer> batchSizes = new CopyOnWriteArrayList<>();
+
+    List<Outcome<Payment>> outcomes = IdempotentConsumer.<Payment>named(consumer).inbox(inbox).batchHandler(creditAll(batchSizes))
+        .ordering(Ordering.UNORDERED).concurrency(4).prefetch(256).maxBatchSize(64).retry(FAST).build()
+        .process(Flux.fromIterable(deliveries)).collectList().block(TIMEOUT);
+
+    assertThat(outcomes).hasSize(deliveries.size());
+    assertThat(outcomes.stream().filter(o -> o.status() == Outcome.Status.PROCESSED)).hasSize(400);
+    assertThat(outcomes.stream().filter(o -> o.status() == Outcome.Status.DUPLICATE)).hasSize(80);
+    for (long account = 1; account <= 10; account++) {
+      long expected = 0;
+      for (int i = 0; i < 400; i++) {
+        if (1 + i % 10 == account) {
+          expected += 1 + i % 7;
+        }
+      }
+      assertThat(postgres.count("SELECT balance FROM " + accounts + " WHERE id = $1", account)).as("balance of %d", account).isEqualTo(expected);
+    }
+    assertThat(batchSizes.stream().mapToInt(Integer::intValue).max().orElse(0)).as("messages shared transactions").isGreaterThan(1);
+    assertThat(deliveries).allSatisfy(d -> assertThat(d.ackCount()).isEqualTo(1));
+  }
+
+  @Test
+  void oneBadMessageDoesNotSinkTheBatchAndTheOrderOfItsKeyHolds() {
+    List<TestDelivery<Integer>> deliveries = IntStream.range(0, 12).mapToObj(i -> TestDelivery.keyed("m-" + i, "k", i)).toList();
+    AtomicInteger calls = new AtomicInteger();
+    Handler<Integer> failsOnSeven = (value, tx) -> {
+      calls.incrementAndGet();
+      return value == 7
+          ? Mono.error(new IllegalStateException("seven is bad"))
+          : tx.sql("INSERT INTO " + effects + " (message_id, k) VALUES ($1, 'k')").bind(0, tx.messageId()).execute();
+    };
+
+    List<Outcome<Integer>> outcomes = IdempotentConsumer.<Integer>named(consumer).inbox(inbox).handler(failsOnSeven)
+        .ordering(Ordering.BY_KEY).concurrency(2).prefetch(32).maxBatchSize(32).batchMaxWait(Duration.ofMillis(50)).retry(FAST).build()
+        .process(Flux.fromIterable(deliveries)).collectList().block(TIMEOUT);
+
+    assertThat(outcomes).extracting(o -> o.delivery().id())
+        .as("outcomes in delivery order").containsExactlyElementsOf(deliveries.stream().map(TestDelivery::id).toList());
+    assertThat(deliveries.get(7).deadLetter().reason()).isEqualTo(DeadLetterReason.RETRIES_EXHAUSTED);
+    assertThat(deliveries.get(7).deadLetter().attempts()).as("the batch attempt counts as its first").isEqualTo(FAST.maxAttempts());
+    List<Object> expected = new ArrayList<>();
+    IntStream.range(0, 12).filter(i -> i != 7).forEach(i -> expected.add("m-" + i));
+    assertThat(postgres.column("SELECT message_id FROM " + effects + " ORDER BY seq")).containsExactlyElementsOf(expected);
+    assertThat(postgres.count("SELECT count(*) FROM " + inbox.table() + " WHERE message_id = 'm-7'")).isZero();
+    assertThat(deliveries).allSatisfy(d -> assertThat(d.ackCount()).isEqualTo(1));
+  }
+
+  @Test
+  void aFailingSetBasedHandlerIsSplitUntilTheBadMessageIsAloneAndTheOthersCommit() {
+    List<TestDelivery<Payment>> deliveries = new ArrayList<>();
+    for (int i = 0; i < 40; i++) {
+      deliveries.add(TestDelivery.of("p-" + i, new Payment(i == 13 ? 999 : 1 + i % 10, 1)));
+    }
+    BatchHandler<Payment> strict = (items, tx) -> items.stream().anyMatch(i -> i.payload().account() == 999)
+        ? Mono.error(new NonRetryableException("unknown account 999"))
+        : creditAll(new CopyOnWriteArrayList<>()).handle(items, tx);
+
+    List<Outcome<Payment>> outcomes = IdempotentConsumer.<Payment>named(consumer).inbox(inbox).batchHandler(strict)
+        .ordering(Ordering.UNORDERED).concurrency(1).prefetch(64).maxBatchSize(64).batchMaxWait(Duration.ofMillis(50)).retry(FAST).build()
+        .process(Flux.fromIterable(deliveries)).collectList().block(TIMEOUT);
+
+    assertThat(outcomes).hasSize(40);
+    assertThat(deliveries.get(13).deadLetter().reason()).isEqualTo(DeadLetterReason.NON_RETRYABLE_ERROR);
+    assertThat(outcomes.stream().filter(o -> o.status() == Outcome.Status.PROCESSED)).hasSize(39);
+    assertThat(postgres.count("SELECT sum(balance) FROM " + accounts)).isEqualTo(39);
+  }
+
+  @Test
+  void anInfrastructureFailureRetriesTheWholeBatchWithoutSplittingIt() {
+    PostgresInbox later = PostgresInbox.create(pool, PostgresService.uniqueName("inbox_later"));
+    List<Integer> batchSizes = new CopyOnWriteArrayList<>();
+    AtomicInteger infrastructureRetries = new AtomicInteger();
+    List<TestDelivery<Payment>> deliveries = IntStream.range(0, 20).mapToObj(i -> TestDelivery.of("p-" + i, new Payment(1, 1))).toList();
+    IdempotentConsumer<Payment> idem = IdempotentConsumer.<Payment>named(consumer).inbox(later).batchHandler(creditAll(batchSizes))
+        .ordering(Ordering.UNORDERED).concurrency(1).prefetch(20).maxBatchSize(20).batchMaxWait(Duration.ofMillis(100)).retry(FAST)
+        .metrics(new ConsumerMetrics() {
+          @Override
+          public void retrying(Delivery<?> delivery, Throwable error, ErrorKind kind) {
+            if (kind == ErrorKind.INFRASTRUCTURE && infrastructureRetries.incrementAndGet() == 3) {
+              later.createSchemaIfAbsent().subscribe();
+            }
+          }
+        }).build();
+    try {
+      List<Outcome<Payment>> outcomes = idem.process(Flux.fromIterable(deliveries)).collectList().block(TIMEOUT);
+
+      assertThat(outcomes).hasSize(20).allSatisfy(o -> assertThat(o.status()).isEqualTo(Outcome.Status.PROCESSED));
+      assertThat(infrastructureRetries.get()).isGreaterThanOrEqualTo(3);
+      assertThat(batchSizes).as("one batch, never split").containsExactly(20);
+      assertThat(postgres.count("SELECT balance FROM " + accounts + " WHERE id = 1")).isEqualTo(20);
+    } finally {
+      postgres.execute("DROP TABLE IF EXISTS " + later.table());
+    }
+  }
+
+  @Test
+  void atLowLoadABatchStartsAtOnceWithWhatIsThere() {
+    List<Integer> batchSizes = new CopyOnWriteArrayList<>();
+    IdempotentConsumer<Payment> idem = IdempotentConsumer.<Payment>named(consumer).inbox(inbox).batchHandler(creditAll(batchSizes))
+        .maxBatchSize(64).retry(FAST).build();
+
+    for (int i = 0; i < 5; i++) {
+      Outcome<Payment> outcome = idem.process(Flux.just(TestDelivery.of("p-" + i, new Payment(2, 1)))).blockLast(TIMEOUT);
+      assertThat(outcome.status()).isEqualTo(Outcome.Status.PROCESSED);
+    }
+
+    assertThat(batchSizes).containsExactly(1, 1, 1, 1, 1);
+    assertThat(postgres.count("SELECT balance FROM " + accounts + " WHERE id = 2")).isEqualTo(5);
+  }
+}
