@@ -14,6 +14,16 @@ import org.reactivestreams.Publisher;
  * configured {@link ErrorClassifier} calls {@link ErrorKind#NON_RETRYABLE}) dead-letters it at
  * once; other errors are retried according to the {@link RetryPolicy}.
  *
+ * <p><b>Never swallow an SQL error</b> ({@code execute().onErrorResume(e -> Mono.empty())}, a JDBC
+ * habit): PostgreSQL has already aborted the transaction, so COMMIT answers ROLLBACK and nothing
+ * is written. The pipeline treats that as the message's failure (retried per the policy, then
+ * dead-lettered), never as success. To tolerate an expected conflict, let SQL do it
+ * ({@code INSERT ... ON CONFLICT DO NOTHING}).
+ *
+ * <p>Deadlocks, serialization failures and lock timeouts are retried without spending attempts
+ * ({@link ErrorKind#CONTENTION}). A {@link VirtualMachineError} or {@link LinkageError} stops
+ * the stream (see {@link IdempotentConsumer}); other {@link Error}s are ordinary failures.
+ *
  * @param <T> the payload type
  */
 @FunctionalInterface

@@ -25,6 +25,15 @@ class ErrorClassifierTests {
   }
 
   @Test
+  void deadlocksSerializationFailuresAndLockTimeoutsAreContentionAndStatementTimeoutsInfrastructure() {
+    assertThat(defaults.classify(new io.r2dbc.spi.R2dbcRollbackException("deadlock detected", "40P01"))).isEqualTo(ErrorKind.CONTENTION);
+    assertThat(defaults.classify(new io.r2dbc.spi.R2dbcRollbackException("could not serialize", "40001"))).isEqualTo(ErrorKind.CONTENTION);
+    assertThat(defaults.classify(new R2dbcBadGrammarException("lock timeout", "55P03"))).isEqualTo(ErrorKind.CONTENTION);
+    assertThat(defaults.classify(new R2dbcBadGrammarException("canceling statement due to statement timeout", "57014")))
+        .isEqualTo(ErrorKind.INFRASTRUCTURE);
+  }
+
+  @Test
   void nonRetryableExceptionIsNonRetryableEvenWhenWrapped() {
     assertThat(defaults.classify(new NonRetryableException("bad amount"))).isEqualTo(ErrorKind.NON_RETRYABLE);
     assertThat(defaults.classify(new IllegalStateException("x", new NonRetryableException("bad")))).isEqualTo(ErrorKind.NON_RETRYABLE);

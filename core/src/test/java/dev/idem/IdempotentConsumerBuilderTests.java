@@ -27,6 +27,29 @@ class IdempotentConsumerBuilderTests {
   }
 
   @Test
+  void batchSettingsAreCheckedByName() {
+    assertThatThrownBy(() -> IdempotentConsumer.<String>named("c").inbox(inbox).handler(handler).maxBatchSize(0).build())
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("maxBatchSize");
+    assertThatThrownBy(() -> IdempotentConsumer.<String>named("c").batchMaxWait(Duration.ofMillis(-1)))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("batchMaxWait");
+    assertThatThrownBy(() -> IdempotentConsumer.<String>named("c").inbox(inbox).handler(handler)
+        .batchHandler((items, tx) -> Mono.empty()).build())
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("either handler or batchHandler");
+    assertThat(IdempotentConsumer.<String>named("c").inbox(inbox).batchHandler((items, tx) -> Mono.empty()).maxBatchSize(64).build())
+        .isNotNull();
+  }
+
+  @Test
+  void failurePathSettingsAreCheckedByName() {
+    assertThatThrownBy(() -> IdempotentConsumer.<String>named("c").stuckWarningInterval(Duration.ZERO))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("stuckWarningInterval");
+    assertThatThrownBy(() -> IdempotentConsumer.<String>named("c").serverTimeouts(null))
+        .isInstanceOf(NullPointerException.class).hasMessageContaining("serverTimeouts");
+    assertThatThrownBy(() -> RetryPolicy.defaults().withMaxContentionRetries(-1))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("maxContentionRetries");
+  }
+
+  @Test
   void missingInboxIsRejected() {
     assertThatThrownBy(() -> IdempotentConsumer.<String>named("c").handler(handler).build())
         .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("inbox is required");
