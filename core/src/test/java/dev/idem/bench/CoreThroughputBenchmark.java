@@ -38,16 +38,25 @@ public final class CoreThroughputBenchmark {
     PostgresService postgres = PostgresService.get();
     System.out.println("# Idem core throughput, " + messages + " messages + 10% duplicates per run, PostgreSQL at " + postgres.url());
     System.out.println("# command: " + COMMAND);
-    System.out.printf("%-10s %11s %10s %12s %10s%n", "ordering", "concurrency", "seconds", "messages/s", "effects");
+    System.out.printf("%-10s %11s %6s %10s %12s %14s %10s%n", "ordering", "concurrency", "batch", "seconds", "messages/s",
+        "cpu s/1000 msg", "effects");
     for (Ordering ordering : List.of(Ordering.UNORDERED, Ordering.BY_KEY)) {
       for (int concurrency : new int[] {1, 4, 8, 16}) {
-        run(postgres, messages, ordering, concurrency);
+        run(postgres, messages, ordering, concurrency, 1);
+      }
+      for (int batch : new int[] {16, 64, 256}) {
+        run(postgres, messages, ordering, 4, batch);
       }
     }
     System.exit(0);
   }
 
-  private static void run(PostgresService postgres, int messages, Ordering ordering, int concurrency) {
+  private static double processCpuSeconds() {
+    java.lang.management.OperatingSystemMXBean os = java.lang.management.ManagementFactory.getOperatingSystemMXBean();
+    return os instanceof com.sun.management.OperatingSystemMXBean sun ? sun.getProcessCpuTime() / 1e9 : Double.NaN;
+  }
+
+  private static void run(PostgresService postgres, int messages, Ordering ordering, int concurrency, int batch) {
     String accounts = PostgresService.uniqueName("bench_accounts");
     ConnectionPool pool = postgres.pool(concurrency);
     PostgresInbox inbox = PostgresInbox.create(pool, PostgresService.uniqueName("bench_inbox"));
@@ -58,20 +67,24 @@ public final class CoreThroughputBenchmark {
       Handler<Integer> credit = (account, tx) -> tx.sql("UPDATE " + accounts + " SET balance = balance + 1 WHERE id = $1")
           .bind(0, account).execute();
       IdempotentConsumer<Integer> consumer = IdempotentConsumer.<Integer>named("bench").inbox(inbox).handler(credit)
-          .ordering(ordering).concurrency(concurrency).prefetch(Math.max(64, concurrency * 4)).build();
+          .ordering(ordering).concurrency(concurrency).maxBatchSize(batch).prefetch(Math.max(64, concurrency * Math.max(4, batch))).build();
       Flux<TestDelivery<Integer>> source = Flux.range(0, messages + messages / 10)
           .map(i -> i < messages ? i : (i - messages) * 10) // the tail repeats every tenth id
           .map(i -> TestDelivery.keyed("m-" + i, "k-" + (i % 1000), i % 1000));
 
       long start = System.nanoTime();
+      double cpuStart = processCpuSeconds();
       Map<Outcome.Status, Long> outcomes = consumer.process(source)
           .collect(Collectors.groupingBy(Outcome::status, Collectors.counting())).block(Duration.ofMinutes(10));
       double seconds = (System.nanoTime() - start) / 1e9;
+      double cpu = processCpuSeconds() - cpuStart;
       long effects = postgres.count("SELECT sum(balance) FROM " + accounts);
       if (effects != messages || outcomes.getOrDefault(Outcome.Status.DUPLICATE, 0L) != messages / 10) {
         throw new IllegalStateException("wrong result: " + effects + " effects, outcomes " + outcomes);
       }
-      System.out.printf("%-10s %11d %10.2f %12.0f %10d%n", ordering, concurrency, seconds, (messages + messages / 10) / seconds, effects);
+      int total = messages + messages / 10;
+      System.out.printf("%-10s %11d %6d %10.2f %12.0f %14.3f %10d%n", ordering, concurrency, batch, seconds, total / seconds,
+          cpu * 1000 / total, effects);
     } finally {
       postgres.execute("DROP TABLE IF EXISTS " + accounts, "DROP TABLE IF EXISTS " + inbox.table());
       pool.dispose();
