@@ -64,9 +64,12 @@ import reactor.core.publisher.Flux;
  *       duplicates. An id header that is not UTF-8, or that appears several times with different
  *       values, is an invalid id: {@link Delivery#id()} throws and the record is dead-lettered as
  *       {@link dev.idem.DeadLetterReason#INVALID_ID} (see
- *       {@link KafkaSourceOptions.Builder#messageIdHeader}). {@link Delivery#partition()} is {@code topic-partition};
- *       {@link Delivery#orderingKey()} is the record key as UTF-8, or the partition for keyless
- *       records, so {@link dev.idem.Ordering#BY_KEY} keeps them in partition order.</li>
+ *       {@link KafkaSourceOptions.Builder#messageIdHeader}). {@link Delivery#partition()} is
+ *       {@code topic-partition}; {@link Delivery#orderingKey()} is the record key as UTF-8, or
+ *       the partition for keyless records, so {@link dev.idem.Ordering#BY_KEY} keeps them in
+ *       partition order. Keys that are not UTF-8 are decoded leniently, so two such keys can
+ *       share an ordering key: they are then serialized together, and the order of each key is
+ *       kept.</li>
  * </ul>
  *
  * <p>Each subscription to {@link #receive()} creates its own Kafka consumer in the group. Close
