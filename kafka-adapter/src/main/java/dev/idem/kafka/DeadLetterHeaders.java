@@ -16,7 +16,10 @@ public final class DeadLetterHeaders {
   public static final String ORIGINAL_PARTITION = PREFIX + "original-partition";
   /** Its offset in that partition: {@value}. */
   public static final String ORIGINAL_OFFSET = PREFIX + "original-offset";
-  /** The message id the consumer used: {@value}. */
+  /**
+   * The message id the consumer used: {@value}. Absent when the record had no valid id; an id
+   * header that was not UTF-8 or repeated with different values is then kept byte for byte.
+   */
   public static final String MESSAGE_ID = PREFIX + "message-id";
   /** The consumer name that gave up on it: {@value}. */
   public static final String CONSUMER = PREFIX + "consumer";

@@ -23,19 +23,30 @@ import reactor.core.publisher.Flux;
  *       earlier record of its partition is settled (processed, duplicate or dead-lettered),
  *       whatever order they finish in (Reactor Kafka's deferred commits).</li>
  *   <li><b>Poison pills do not stop the stream.</b> Values are decoded here, not by the Kafka
- *       client; a value the deserializer rejects becomes a delivery with
+ *       client; a value the deserializer rejects, whatever it throws (JVM errors such as
+ *       {@code AssertionError} or {@code OutOfMemoryError} included), becomes a delivery with
  *       {@link Delivery#decodingFailure()} set, which the pipeline dead-letters.</li>
  *   <li><b>Dead letters are durable first.</b> A dead-lettered record goes to
  *       {@code <topic>.DLT} (configurable) with its key, value bytes, message id and the
  *       {@link DeadLetterHeaders}, by an idempotent {@code acks=all} producer; its offset is
  *       settled only after the broker acknowledged that record. Create the dead-letter topics
  *       beforehand (or let the broker auto-create them). A publish that fails with a retriable
- *       Kafka error (topic being created, leader moving) is retried with backoff; one that fails
- *       for good (authorization, a record too large for the topic) is logged at ERROR and the
- *       record stays unsettled: it is redelivered after a restart and holds back the commits of
- *       its partition until the dead-letter topic is fixed. The detail and error-message headers
- *       are cut at 1,000 characters so that a huge error text cannot make the dead letter too
- *       large.</li>
+ *       Kafka error (topic being created, leader moving) is retried with backoff and a WARN per
+ *       retry. One that fails for good (a record too large for the topic's
+ *       {@code max.message.bytes}, a producer not authorised to write it) is not retried: the
+ *       settlement fails at once, the failure is logged at ERROR with the topic-partition,
+ *       offset, message id and error, and the record stays unsettled. Its partition then commits
+ *       nothing from that offset on, so nothing is lost: the record is redelivered after a
+ *       restart or a rebalance and dead-lettered once the topic accepts it. Records after it are
+ *       still processed (each once) until {@link KafkaSourceOptions#maxDeferredCommits()} of them
+ *       wait and the consumer pauses. For as long as the commits are held, an ERROR line naming
+ *       the topic-partition, offset, message id and how long is logged every
+ *       {@link KafkaSourceOptions#heldCommitsLogInterval()} (default 60 s); with a meter
+ *       registry, {@value #FAILED_DEAD_LETTERS_METRIC} counts such records and
+ *       {@value #HELD_PARTITIONS_METRIC} gauges the partitions they hold. The detail and
+ *       error-message headers are cut at 1,000 characters so that a huge error text cannot make
+ *       the dead letter too large; log lines cut error texts at 1,000 characters and message ids
+ *       at 255.</li>
  *   <li><b>Transactions.</b> The consumer reads with {@code isolation.level=read_committed} by
  *       default, so records of aborted producer transactions are never applied.</li>
  *   <li><b>Backpressure.</b> When the pipeline has no demand, or too many settled records wait
@@ -50,9 +61,15 @@ import reactor.core.publisher.Flux;
  *   <li><b>Ids and ordering.</b> {@link Delivery#id()} comes from the id header (default
  *       {@value KafkaSourceOptions#DEFAULT_MESSAGE_ID_HEADER}) or the configured extractor,
  *       else {@code topic/partition/offset}, which dedups broker redeliveries but not producer
- *       duplicates. {@link Delivery#partition()} is {@code topic-partition};
- *       {@link Delivery#orderingKey()} is the record key as UTF-8, or the partition for keyless
- *       records, so {@link dev.idem.Ordering#BY_KEY} keeps them in partition order.</li>
+ *       duplicates. An id header that is not UTF-8, or that appears several times with different
+ *       values, is an invalid id: {@link Delivery#id()} throws and the record is dead-lettered as
+ *       {@link dev.idem.DeadLetterReason#INVALID_ID} (see
+ *       {@link KafkaSourceOptions.Builder#messageIdHeader}). {@link Delivery#partition()} is
+ *       {@code topic-partition}; {@link Delivery#orderingKey()} is the record key as UTF-8, or
+ *       the partition for keyless records, so {@link dev.idem.Ordering#BY_KEY} keeps them in
+ *       partition order. Keys that are not UTF-8 are decoded leniently, so two such keys can
+ *       share an ordering key: they are then serialized together, and the order of each key is
+ *       kept.</li>
  * </ul>
  *
  * <p>Each subscription to {@link #receive()} creates its own Kafka consumer in the group. Close
@@ -61,6 +78,17 @@ import reactor.core.publisher.Flux;
  * @param <T> the payload type
  */
 public final class KafkaSource<T> implements AutoCloseable {
+
+  /**
+   * Counter of records whose dead letter failed for good (each holds its partition's commits),
+   * tagged {@code idem.source} with the group id: {@value}.
+   */
+  public static final String FAILED_DEAD_LETTERS_METRIC = "idem.kafka.dead.letters.failed";
+  /**
+   * Gauge of the partitions whose commits such records hold, tagged {@code idem.source} with the
+   * group id: {@value}.
+   */
+  public static final String HELD_PARTITIONS_METRIC = "idem.kafka.partitions.held";
 
   private final KafkaSourceOptions<T> options;
   private final SourceEngine<T> engine;

@@ -27,8 +27,9 @@ import org.apache.kafka.common.serialization.Deserializer;
  * records waiting behind an unsettled earlier one, commits every
  * {@link #DEFAULT_COMMIT_INTERVAL} or {@value #DEFAULT_COMMIT_BATCH_SIZE} settled records,
  * {@link #DEFAULT_REVOCATION_GRACE_PERIOD} for revoked partitions to finish, dead letters to
- * {@code <topic>}{@value #DEFAULT_DEAD_LETTER_SUFFIX}, {@code auto.offset.reset=earliest} and the
- * cooperative-sticky assignor.
+ * {@code <topic>}{@value #DEFAULT_DEAD_LETTER_SUFFIX}, partitions held by a failed dead letter
+ * logged again every {@link #DEFAULT_HELD_COMMITS_LOG_INTERVAL},
+ * {@code auto.offset.reset=earliest} and the cooperative-sticky assignor.
  *
  * @param <T> the payload type
  */
@@ -54,6 +55,8 @@ public final class KafkaSourceOptions<T> {
   public static final Duration DEFAULT_RECONNECT_BACKOFF = Duration.ofSeconds(1);
   /** Default longest wait between consumer recreations: 30 s. */
   public static final Duration DEFAULT_RECONNECT_MAX_BACKOFF = Duration.ofSeconds(30);
+  /** Default time between the ERROR lines about a partition whose commits a record with a failed dead letter holds: 60 s. */
+  public static final Duration DEFAULT_HELD_COMMITS_LOG_INTERVAL = Duration.ofSeconds(60);
   /** Default {@code auto.offset.reset}: {@value}, so a new group misses nothing. */
   public static final String DEFAULT_AUTO_OFFSET_RESET = "earliest";
 
@@ -74,6 +77,7 @@ public final class KafkaSourceOptions<T> {
   private final String deadLetterTopicDescription;
   private final Duration reconnectBackoff;
   private final Duration reconnectMaxBackoff;
+  private final Duration heldCommitsLogInterval;
   private final Map<String, Object> consumerProperties;
   private final Map<String, Object> producerProperties;
   private final Object meterRegistry;
@@ -96,6 +100,7 @@ public final class KafkaSourceOptions<T> {
     this.deadLetterTopicDescription = b.deadLetterTopicDescription;
     this.reconnectBackoff = b.reconnectBackoff;
     this.reconnectMaxBackoff = b.reconnectMaxBackoff;
+    this.heldCommitsLogInterval = b.heldCommitsLogInterval;
     this.consumerProperties = Collections.unmodifiableMap(new LinkedHashMap<>(b.consumerProperties));
     this.producerProperties = Collections.unmodifiableMap(new LinkedHashMap<>(b.producerProperties));
     this.meterRegistry = b.meterRegistry;
@@ -196,6 +201,11 @@ public final class KafkaSourceOptions<T> {
     return reconnectMaxBackoff;
   }
 
+  /** @return the time between the ERROR lines about partitions whose commits are held */
+  public Duration heldCommitsLogInterval() {
+    return heldCommitsLogInterval;
+  }
+
   /** @return extra consumer properties, unmodifiable */
   public Map<String, Object> consumerProperties() {
     return consumerProperties;
@@ -226,6 +236,7 @@ public final class KafkaSourceOptions<T> {
         + ", commitBatchSize=" + commitBatchSize + ", revocationGracePeriod=" + revocationGracePeriod
         + ", closeTimeout=" + closeTimeout + ", deadLetterTopic=" + deadLetterTopicDescription
         + ", reconnectBackoff=" + reconnectBackoff + ".." + reconnectMaxBackoff
+        + ", heldCommitsLogInterval=" + heldCommitsLogInterval
         + ", consumerProperties=" + Secrets.mask(consumerProperties)
         + ", producerProperties=" + Secrets.mask(producerProperties)
         + ", meterRegistry=" + (meterRegistry != null) + "]";
@@ -254,6 +265,7 @@ public final class KafkaSourceOptions<T> {
     private String deadLetterTopicDescription = "<topic>" + DEFAULT_DEAD_LETTER_SUFFIX;
     private Duration reconnectBackoff = DEFAULT_RECONNECT_BACKOFF;
     private Duration reconnectMaxBackoff = DEFAULT_RECONNECT_MAX_BACKOFF;
+    private Duration heldCommitsLogInterval = DEFAULT_HELD_COMMITS_LOG_INTERVAL;
     private final Map<String, Object> consumerProperties = new LinkedHashMap<>();
     private final Map<String, Object> producerProperties = new LinkedHashMap<>();
     private Object meterRegistry;
@@ -297,9 +309,13 @@ public final class KafkaSourceOptions<T> {
     }
 
     /**
-     * Decodes record values. Required. A value it cannot decode (it throws) becomes a delivery
-     * with {@link dev.idem.Delivery#decodingFailure()} set, which the pipeline dead-letters as
-     * a poison pill; the stream goes on.
+     * Decodes record values. Required. A value it cannot decode becomes a delivery with
+     * {@link dev.idem.Delivery#decodingFailure()} set, which the pipeline dead-letters as
+     * {@link dev.idem.DeadLetterReason#UNDECODABLE_PAYLOAD} with the error's class and message;
+     * the stream goes on. That holds for anything it throws, JVM errors included
+     * ({@code AssertionError}, {@code StackOverflowError}, {@code OutOfMemoryError},
+     * {@code LinkageError}): it runs in the source, not in the Kafka client, and an
+     * {@code Error} is also logged at WARN.
      *
      * @param valueDeserializer the deserializer; it is not configured or closed by the source
      * @return this builder
@@ -313,6 +329,18 @@ public final class KafkaSourceOptions<T> {
      * The header that carries the message id (UTF-8). Default
      * {@value KafkaSourceOptions#DEFAULT_MESSAGE_ID_HEADER}. Dead letters carry the id in this
      * header too, so replayed records keep their id.
+     *
+     * <p>The header is decoded strictly: bytes that are not UTF-8 are not replaced (which would
+     * make {@code FF 41} and {@code FE 41} the same id, and the second message a false
+     * duplicate) but make the id invalid: {@link dev.idem.Delivery#id()} throws an
+     * {@link IllegalArgumentException} and the record is dead-lettered as
+     * {@link dev.idem.DeadLetterReason#INVALID_ID}, its headers kept byte for byte.
+     *
+     * <p>A record with the header more than once is accepted only when every copy holds the same
+     * bytes (that is one id). Different values are rejected as
+     * {@link dev.idem.DeadLetterReason#INVALID_ID} too, rather than letting the last one win:
+     * producers that disagree on a message's id are a bug, and picking either id could apply a
+     * payment twice or skip one as a duplicate.
      *
      * @param header the header name
      * @return this builder
@@ -472,6 +500,28 @@ public final class KafkaSourceOptions<T> {
     public Builder<T> reconnectBackoff(Duration first, Duration max) {
       this.reconnectBackoff = requirePositive(first, "reconnectBackoff first");
       this.reconnectMaxBackoff = requirePositive(max, "reconnectBackoff max");
+      return this;
+    }
+
+    /**
+     * How often a partition whose commits are held is logged again at ERROR. A record whose dead
+     * letter failed for good (a record too large for the dead-letter topic's
+     * {@code max.message.bytes}, a producer not authorised to write the topic; retriable errors
+     * are retried instead) stays unsettled: it is logged at ERROR at once, with its
+     * topic-partition, offset, message id and the error, the settlement fails, and its partition
+     * commits nothing from that offset on, so nothing is lost: the record is redelivered after a
+     * restart or a rebalance. While that lasts, the partition, offset, message id and how long
+     * are logged at ERROR again every interval, and the meters
+     * {@value KafkaSource#FAILED_DEAD_LETTERS_METRIC} and
+     * {@value KafkaSource#HELD_PARTITIONS_METRIC} (with a {@link #meterRegistry registry}) count
+     * it. Records after it are still processed, until {@link #maxDeferredCommits} of them wait
+     * and the consumer pauses. Default 60 s.
+     *
+     * @param interval positive
+     * @return this builder
+     */
+    public Builder<T> heldCommitsLogInterval(Duration interval) {
+      this.heldCommitsLogInterval = requirePositive(interval, "heldCommitsLogInterval");
       return this;
     }
 

@@ -3,16 +3,20 @@ package dev.idem.kafka;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import ch.qos.logback.classic.Level;
 import dev.idem.IdempotentConsumer;
 import dev.idem.NonRetryableException;
 import dev.idem.Ordering;
 import dev.idem.Outcome;
 import dev.idem.RetryPolicy;
+import dev.idem.kafka.internal.KafkaDelivery;
 import dev.idem.kafka.testing.KafkaService;
+import dev.idem.kafka.testing.LogCapture;
 import dev.idem.kafka.testing.StrictUtf8Deserializer;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -145,5 +149,79 @@ class KafkaDeadLetterIntegrationTests {
         }
       }
     }
+  }
+
+  @Test
+  void deadLetterTopicThatRefusesTheRecordHoldsTheCommitsAtItSaysSoAtErrorAndAppliesLaterRecordsOnce() {
+    try (Scenario s = new Scenario("refused", 1); LogCapture logs = LogCapture.of("dev.idem.kafka")) {
+      String dlt = s.topic + ".DLT";
+      s.kafka.createTopic(dlt, 1, Map.of("max.message.bytes", "1024"));
+      // Not UTF-8, so a poison pill, and four times what the dead-letter topic accepts.
+      byte[] tooLarge = new byte[4096];
+      Arrays.fill(tooLarge, (byte) 0xFF);
+      ProducerRecord<byte[], byte[]> poison = new ProducerRecord<>(s.topic, 0, "kp".getBytes(StandardCharsets.UTF_8), tooLarge);
+      poison.headers().add("message-id", "poison-1".getBytes(StandardCharsets.UTF_8));
+      s.kafka.sendAll(List.of(
+          KafkaService.record(s.topic, 0, "k0", "ok-0", "hello-0"),
+          poison,
+          KafkaService.record(s.topic, 0, "k2", "ok-2", "hello-2"),
+          KafkaService.record(s.topic, 0, "k3", "ok-3", "hello-3"),
+          KafkaService.record(s.topic, 0, "k4", "ok-4", "hello-4")));
+      IdempotentConsumer<String> consumer = IdempotentConsumer.<String>named(s.consumer)
+          .inbox(s.inbox).handler(s.recordingHandler()).ordering(Ordering.BY_PARTITION)
+          .build();
+      String partition = s.topic + "-0";
+      Map<Long, Outcome.Status> first = new ConcurrentHashMap<>();
+      SimpleMeterRegistry registry = new SimpleMeterRegistry();
+      try (KafkaSource<String> source = KafkaSource.create(s.options().meterRegistry(registry)
+          .heldCommitsLogInterval(Duration.ofMillis(300)).build())) {
+        Disposable running = consumer.process(source.receive()).subscribe(o -> first.put(offset(o), o.status()));
+        try {
+          await().atMost(TIMEOUT).until(() -> first.keySet().containsAll(List.of(0L, 2L, 3L, 4L)));
+          // Said at ERROR when it happens, with the partition, offset and message id ...
+          await().atMost(TIMEOUT).until(() -> !logs.messages(Level.ERROR, m -> m.contains("the dead letter of " + partition + "@1 (message 'poison-1') failed for good")
+              && m.contains("RecordTooLargeException")).isEmpty());
+          // ... and again, with how long, for as long as the partition's commits are held.
+          await().atMost(TIMEOUT).until(() -> logs.messages(Level.ERROR, m -> m.contains("commits of " + partition + " are held at offset 1 for ")
+              && m.contains("'poison-1'")).size() >= 2);
+          await().atMost(TIMEOUT).untilAsserted(() -> assertThat(s.committed()).containsEntry(0, 1L));
+          assertThat(registry.get(KafkaSource.FAILED_DEAD_LETTERS_METRIC).tag("idem.source", s.group).counter().count()).isEqualTo(1.0);
+          assertThat(registry.get(KafkaSource.HELD_PARTITIONS_METRIC).tag("idem.source", s.group).gauge().value()).isEqualTo(1.0);
+        } finally {
+          running.dispose();
+        }
+      }
+      // Closing the source committed everything settled: up to the refused record, not past it.
+      assertThat(s.committed()).containsEntry(0, 1L);
+      assertThat(first).doesNotContainKey(1L).containsValues(Outcome.Status.PROCESSED);
+      assertThat(s.pg.column("SELECT message_id FROM " + s.table + " ORDER BY seq")).containsExactly("ok-0", "ok-2", "ok-3", "ok-4");
+      assertThat(s.kafka.readAll(dlt)).isEmpty();
+
+      // Nothing is lost: once the dead-letter topic takes it, the record comes back after a restart,
+      // is dead-lettered, and the commits move past it; the later records are duplicates.
+      s.kafka.setTopicConfig(dlt, "max.message.bytes", "1048576");
+      Map<Long, Outcome.Status> second = new ConcurrentHashMap<>();
+      try (KafkaSource<String> source = KafkaSource.create(s.options().build())) {
+        Disposable running = consumer.process(source.receive()).subscribe(o -> second.put(offset(o), o.status()));
+        try {
+          await().atMost(TIMEOUT).untilAsserted(() -> assertThat(s.committed()).containsEntry(0, 5L));
+        } finally {
+          running.dispose();
+        }
+      }
+      assertThat(second).containsEntry(1L, Outcome.Status.DEAD_LETTERED).containsEntry(2L, Outcome.Status.DUPLICATE)
+          .containsEntry(3L, Outcome.Status.DUPLICATE).containsEntry(4L, Outcome.Status.DUPLICATE);
+      assertThat(s.effects()).isEqualTo(4);
+      assertThat(KafkaDeadLetterReplayer.create(s.kafka.bootstrapServers()).read(dlt)).singleElement().satisfies(letter -> {
+        assertThat(letter.messageId()).isEqualTo("poison-1");
+        assertThat(letter.originalOffset()).isEqualTo(1L);
+        assertThat(letter.value()).isEqualTo(tooLarge);
+        assertThat(letter.reason()).isEqualTo("UNDECODABLE_PAYLOAD");
+      });
+    }
+  }
+
+  private static long offset(Outcome<String> outcome) {
+    return ((KafkaDelivery<String>) outcome.delivery()).record().offset();
   }
 }

@@ -16,9 +16,11 @@ import reactor.util.retry.Retry;
 
 /**
  * Publishes dead letters with an idempotent {@code acks=all} producer and completes only when
- * the broker acknowledged the record. Retriable broker errors (broker unavailable, timeouts)
- * are retried with backoff until the publish succeeds or the pipeline is cancelled, because a
- * broken broker is not the message's fault.
+ * the broker acknowledged the record. Retriable broker errors (broker unavailable, timeouts,
+ * topic being created) are retried with backoff, a WARN per retry, until the publish succeeds or
+ * the pipeline is cancelled, because a broken broker is not the message's fault. Any other error
+ * (a record too large for the topic, a producer not authorised to write it) is final and fails
+ * the publish at once.
  */
 public final class DeadLetterPublisher implements AutoCloseable {
 
@@ -49,7 +51,7 @@ public final class DeadLetterPublisher implements AutoCloseable {
    */
   public Mono<Void> publish(ConsumerRecord<byte[], byte[]> original, String messageId, DeadLetter deadLetter) {
     return Mono.defer(() -> {
-      String topic = topicNaming.apply(original.topic());
+      String topic = deadLetterTopic(original.topic());
       ProducerRecord<byte[], byte[]> record = DeadLetterRecords.deadLetterRecord(topic, original, messageId, idHeader, deadLetter);
       return sender.send(Mono.just(SenderRecord.create(record, messageId)))
           .next()
@@ -61,7 +63,17 @@ public final class DeadLetterPublisher implements AutoCloseable {
             .filter(DeadLetterPublisher::isRetriable)
             .doBeforeRetry(signal -> log.warn("Dead-letter publish of {}-{}@{} failed, retrying (attempt {}): {}",
                 original.topic(), original.partition(), original.offset(), signal.totalRetriesInARow() + 1,
-                signal.failure().toString())));
+                LogText.error(signal.failure()))));
+  }
+
+  /**
+   * The dead-letter topic of a source topic.
+   *
+   * @param topic the source topic
+   * @return its dead-letter topic
+   */
+  String deadLetterTopic(String topic) {
+    return topicNaming.apply(topic);
   }
 
   static boolean isRetriable(Throwable error) {

@@ -13,12 +13,12 @@ import org.apache.kafka.common.header.internals.RecordHeaders;
 public final class DeadLetterRecords {
 
   /** Longest detail or error message header, in characters: {@value}. Error texts can be huge; a dead letter must still fit {@code max.message.bytes}. */
-  public static final int MAX_TEXT_HEADER_LENGTH = 1000;
+  public static final int MAX_TEXT_HEADER_LENGTH = LogText.MAX_TEXT;
 
   private DeadLetterRecords() {}
 
   static String truncate(String text) {
-    return text == null || text.length() <= MAX_TEXT_HEADER_LENGTH ? text : text.substring(0, MAX_TEXT_HEADER_LENGTH - 3) + "...";
+    return text == null ? null : LogText.text(text);
   }
 
   /**

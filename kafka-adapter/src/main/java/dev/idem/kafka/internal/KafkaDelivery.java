@@ -17,7 +17,10 @@ import reactor.kafka.receiver.ReceiverOffset;
  * One Kafka record as a {@link dev.idem.Delivery}. Acknowledging marks its offset settled in
  * Reactor Kafka's out-of-order commit tracker: the offset is committed once it and every earlier
  * offset of its partition are settled. Dead-lettering publishes to the dead-letter topic and
- * settles the offset only after the broker acknowledged that publish.
+ * settles the offset only after the broker acknowledged that publish; a publish that failed for
+ * good (after the publisher's retries of retriable errors) fails the settlement with a
+ * {@link DeadLetterFailedException}, leaves the offset unsettled and holds its partition's
+ * commits, which {@link CommitHolds} reports.
  *
  * @param <T> the payload type
  */
@@ -26,22 +29,38 @@ public final class KafkaDelivery<T> extends AbstractDelivery<T> {
   private final ConsumerRecord<byte[], byte[]> record;
   private final ReceiverOffset offset;
   private final String id;
+  private final String invalidId;
   private final T payload;
   private final Throwable decodingFailure;
   private final DeadLetterPublisher publisher;
+  private final CommitHolds holds;
 
-  KafkaDelivery(ConsumerRecord<byte[], byte[]> record, ReceiverOffset offset, String id, T payload,
-      Throwable decodingFailure, DeadLetterPublisher publisher) {
+  KafkaDelivery(ConsumerRecord<byte[], byte[]> record, ReceiverOffset offset, String id, String invalidId, T payload,
+      Throwable decodingFailure, DeadLetterPublisher publisher, CommitHolds holds) {
     this.record = record;
     this.offset = offset;
     this.id = id;
+    this.invalidId = invalidId;
     this.payload = payload;
     this.decodingFailure = decodingFailure;
     this.publisher = publisher;
+    this.holds = holds;
   }
 
+  /**
+   * The message id.
+   *
+   * @return the id, or {@code null} when the record has none
+   * @throws IllegalArgumentException when the id header is not UTF-8 or appears several times
+   *     with different values; the pipeline dead-letters such a record as
+   *     {@link dev.idem.DeadLetterReason#INVALID_ID}, its headers kept byte for byte
+   */
   @Override
   public String id() {
+    if (invalidId != null) {
+      throw new IllegalArgumentException("invalid message id of " + record.topic() + "-" + record.partition() + "@"
+          + record.offset() + ": " + invalidId);
+    }
     return id;
   }
 
@@ -64,7 +83,13 @@ public final class KafkaDelivery<T> extends AbstractDelivery<T> {
     return Collections.unmodifiableMap(headers);
   }
 
-  /** The record key as UTF-8, or the partition when the record has no key, so that keyless records stay in partition order. */
+  /**
+   * The record key as UTF-8, or the partition when the record has no key, so that keyless
+   * records stay in partition order. Keys that are not UTF-8 are decoded with replacement
+   * characters, so distinct keys can share an ordering key ({@code FF 41} and {@code FE 41} both
+   * become U+FFFD followed by {@code A}): that only serializes them as if they were one key; records of
+   * one key always get the same ordering key, so their order is never broken.
+   */
   @Override
   public String orderingKey() {
     byte[] key = record.key();
@@ -96,13 +121,33 @@ public final class KafkaDelivery<T> extends AbstractDelivery<T> {
     return Mono.fromRunnable(offset::acknowledge);
   }
 
+  /**
+   * Publishes the dead letter, then settles the offset. A publish that failed for good fails
+   * with a {@link DeadLetterFailedException} (a {@link dev.idem.NonRetryableException}: the
+   * publisher already retried what can be retried), logs it at ERROR and holds the partition's
+   * commits at this record.
+   */
   @Override
   protected Mono<Void> doDeadLetter(DeadLetter deadLetter) {
-    return publisher.publish(record, id, deadLetter).then(Mono.fromRunnable(offset::acknowledge));
+    return publisher.publish(record, id, deadLetter)
+        .onErrorMap(error -> !(error instanceof DeadLetterFailedException), error -> {
+          String topic = publisher.deadLetterTopic(record.topic());
+          holds.deadLetterFailed(record, idForLogs(), topic, error);
+          return new DeadLetterFailedException("the dead letter of " + record.topic() + "-" + record.partition() + "@"
+              + record.offset() + " failed for good on " + topic + ": " + LogText.error(error), error);
+        })
+        .then(Mono.fromRunnable(() -> {
+          offset.acknowledge();
+          holds.settled(record);
+        }));
+  }
+
+  private String idForLogs() {
+    return invalidId != null ? "<invalid: " + invalidId + ">" : id;
   }
 
   @Override
   public String toString() {
-    return "KafkaDelivery[" + record.topic() + "-" + record.partition() + "@" + record.offset() + ", id=" + id + "]";
+    return "KafkaDelivery[" + record.topic() + "-" + record.partition() + "@" + record.offset() + ", id=" + LogText.id(idForLogs()) + "]";
   }
 }

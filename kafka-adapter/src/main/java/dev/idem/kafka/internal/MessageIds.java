@@ -1,7 +1,14 @@
 package dev.idem.kafka.internal;
 
 import dev.idem.kafka.MessageIdExtractor;
+import java.io.Serial;
+import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.Headers;
@@ -10,9 +17,17 @@ import org.apache.kafka.common.header.Headers;
  * Resolves a record's message id: the extractor when one is configured, else the id header;
  * when neither yields a non-blank id, {@code topic/partition/offset} if the fallback is on.
  *
+ * <p>The id header is decoded strictly as UTF-8: bytes that are not UTF-8 would otherwise become
+ * replacement characters, and distinct ids ({@code FF 41}, {@code FE 41}) the same id, so the
+ * second message would be skipped as a duplicate. A header that is not UTF-8, or that appears
+ * several times with different values, makes the id {@linkplain InvalidIdException invalid}.
+ *
  * @param <T> the payload type
  */
 public final class MessageIds<T> {
+
+  /** Bytes of a malformed id shown in its error message. */
+  private static final int SHOWN_BYTES = 32;
 
   private final String header;
   private final MessageIdExtractor<T> extractor;
@@ -35,13 +50,56 @@ public final class MessageIds<T> {
    * @param record the raw record
    * @param payload the decoded payload or {@code null}
    * @return the id, or {@code null} when there is none and the fallback is off
+   * @throws InvalidIdException when the id header is not UTF-8 or appears with different values
    */
   public String resolve(ConsumerRecord<byte[], byte[]> record, T payload) {
-    String id = extractor != null ? extractor.messageId(record, payload) : lastHeader(record.headers(), header);
+    String id = extractor != null ? extractor.messageId(record, payload) : headerId(record.headers());
     if (id != null && !id.isBlank()) {
       return id;
     }
     return offsetFallback ? offsetId(record.topic(), record.partition(), record.offset()) : null;
+  }
+
+  private String headerId(Headers headers) {
+    int count = 0;
+    List<byte[]> distinct = new ArrayList<>();
+    for (Header h : headers.headers(header)) {
+      count++;
+      if (distinct.stream().noneMatch(v -> Arrays.equals(v, h.value()))) {
+        distinct.add(h.value());
+      }
+    }
+    if (distinct.isEmpty()) {
+      return null;
+    }
+    if (distinct.size() > 1) {
+      throw new InvalidIdException("header '" + header + "' appears " + count + " times with " + distinct.size()
+          + " different values; producers disagree on the message's id");
+    }
+    byte[] value = distinct.get(0);
+    if (value == null) {
+      return null;
+    }
+    try {
+      return StandardCharsets.UTF_8.newDecoder()
+          .onMalformedInput(CodingErrorAction.REPORT)
+          .onUnmappableCharacter(CodingErrorAction.REPORT)
+          .decode(ByteBuffer.wrap(value))
+          .toString();
+    } catch (CharacterCodingException e) {
+      throw new InvalidIdException("header '" + header + "' is not valid UTF-8 (" + value.length + " bytes: " + hex(value) + ")");
+    }
+  }
+
+  private static String hex(byte[] bytes) {
+    StringBuilder sb = new StringBuilder();
+    for (byte b : Arrays.copyOf(bytes, Math.min(bytes.length, SHOWN_BYTES))) {
+      if (!sb.isEmpty()) {
+        sb.append(' ');
+      }
+      sb.append(Character.forDigit((b >> 4) & 0xF, 16)).append(Character.forDigit(b & 0xF, 16));
+    }
+    return bytes.length > SHOWN_BYTES ? sb.append(" ...").toString() : sb.toString();
   }
 
   /**
@@ -57,7 +115,7 @@ public final class MessageIds<T> {
   }
 
   /**
-   * The last value of a header as UTF-8.
+   * The last value of a header as UTF-8, malformed bytes replaced: for display, never for ids.
    *
    * @param headers the headers
    * @param name the header name
@@ -66,5 +124,15 @@ public final class MessageIds<T> {
   public static String lastHeader(Headers headers, String name) {
     Header h = headers.lastHeader(name);
     return h == null || h.value() == null ? null : new String(h.value(), StandardCharsets.UTF_8);
+  }
+
+  /** The id header of a record cannot be an id: it is not UTF-8, or it appears with different values. */
+  public static final class InvalidIdException extends IllegalArgumentException {
+
+    @Serial private static final long serialVersionUID = 1L;
+
+    InvalidIdException(String message) {
+      super(message);
+    }
   }
 }

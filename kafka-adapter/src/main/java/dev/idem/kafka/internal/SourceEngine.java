@@ -5,6 +5,9 @@ import dev.idem.kafka.KafkaSourceOptions;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.CooperativeStickyAssignor;
 import org.apache.kafka.clients.producer.ProducerConfig;
@@ -12,7 +15,9 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
+import reactor.core.scheduler.Schedulers;
 import reactor.kafka.receiver.KafkaReceiver;
 import reactor.kafka.receiver.ReceiverOptions;
 import reactor.kafka.receiver.ReceiverPartition;
@@ -35,6 +40,9 @@ public final class SourceEngine<T> implements AutoCloseable {
   private final ReceiverOptions<byte[], byte[]> receiverOptions;
   private final MessageIds<T> ids;
   private final DeadLetterPublisher publisher;
+  /** The commit holds of the live consumers, one per {@link #receive()} subscription. */
+  private final Set<CommitHolds> liveHolds = ConcurrentHashMap.newKeySet();
+  private final Runnable deadLetterFailed;
 
   /**
    * @param options validated options
@@ -45,6 +53,18 @@ public final class SourceEngine<T> implements AutoCloseable {
     this.receiverOptions = receiverOptions(options);
     this.publisher = new DeadLetterPublisher(KafkaSender.create(senderOptions(options)), options::deadLetterTopic,
         options.messageIdHeader(), options.reconnectBackoff(), options.reconnectMaxBackoff());
+    this.deadLetterFailed = options.meterRegistry() == null ? () -> { }
+        : MicrometerBinding.bindHolds(options.meterRegistry(), options.groupId(), this);
+  }
+
+  /**
+   * The partitions whose commits are held by a record whose dead letter failed for good, over
+   * every live consumer of this source.
+   *
+   * @return how many
+   */
+  public int heldPartitions() {
+    return liveHolds.stream().mapToInt(CommitHolds::heldPartitions).sum();
   }
 
   static <T> ReceiverOptions<byte[], byte[]> receiverOptions(KafkaSourceOptions<T> options) {
@@ -101,33 +121,60 @@ public final class SourceEngine<T> implements AutoCloseable {
    * @return the deliveries
    */
   public Flux<Delivery<T>> receive() {
-    return Flux.defer(() -> KafkaReceiver.create(receiverOptions).receive(1))
-        .map(this::toDelivery)
+    return Flux.defer(this::receiveWithOneConsumer)
         .retryWhen(Retry.backoff(Long.MAX_VALUE, options.reconnectBackoff())
             .maxBackoff(options.reconnectMaxBackoff())
             .doBeforeRetry(signal -> log.warn("Kafka source '{}' failed, recreating the consumer (attempt {}): {}",
-                options.groupId(), signal.totalRetriesInARow() + 1, signal.failure().toString())));
+                options.groupId(), signal.totalRetriesInARow() + 1, LogText.error(signal.failure()))));
   }
 
-  Delivery<T> toDelivery(ReceiverRecord<byte[], byte[]> record) {
+  private Flux<Delivery<T>> receiveWithOneConsumer() {
+    CommitHolds holds = new CommitHolds(options.groupId(), deadLetterFailed);
+    liveHolds.add(holds);
+    ReceiverOptions<byte[], byte[]> consumerOptions = receiverOptions.addRevokeListener(partitions ->
+        holds.revoked(partitions.stream().map(ReceiverPartition::topicPartition).toList()));
+    long every = options.heldCommitsLogInterval().toMillis();
+    Disposable reports = Schedulers.parallel().schedulePeriodically(holds::report, every, every, TimeUnit.MILLISECONDS);
+    return KafkaReceiver.create(consumerOptions).receive(1)
+        .map(record -> toDelivery(record, holds))
+        .doFinally(signal -> {
+          reports.dispose();
+          holds.close();
+          liveHolds.remove(holds);
+        });
+  }
+
+  Delivery<T> toDelivery(ReceiverRecord<byte[], byte[]> record, CommitHolds holds) {
     T payload = null;
     Throwable failure = null;
     if (record.value() != null) {
       try {
         payload = options.valueDeserializer().deserialize(record.topic(), record.headers(), record.value());
-      } catch (RuntimeException | StackOverflowError e) {
-        // A deeply nested value can overflow a recursive parser: still a poison pill, not a dead consumer.
+      } catch (Throwable e) {
+        // Any Throwable makes the record a poison pill, JVM errors included: an AssertionError, the
+        // StackOverflowError of a recursive parser, the OutOfMemoryError of a decoder that trusts a
+        // corrupt length field, a LinkageError. Reactor would rethrow those from map(), killing the
+        // receiver's thread, or fail the stream, which redelivers the same record in an endless loop.
         failure = e;
+        if (e instanceof Error) {
+          log.warn("Value deserializer threw {} on {}-{}@{}; the record is a poison pill: {}", e.getClass().getName(),
+              record.topic(), record.partition(), record.offset(), LogText.error(e));
+        }
       }
     }
-    String id;
+    String id = null;
+    String invalidId = null;
     try {
       id = ids.resolve(record, payload);
-    } catch (RuntimeException e) {
-      log.warn("Message id extractor failed on {}-{}@{}; using the fallback: {}", record.topic(), record.partition(), record.offset(), e.toString());
+    } catch (MessageIds.InvalidIdException e) {
+      invalidId = e.getMessage();
+    } catch (Throwable e) {
+      // The application's extractor; whatever it throws, Errors included, must not stop the stream.
+      log.warn("Message id extractor failed on {}-{}@{}; using the fallback: {}", record.topic(), record.partition(), record.offset(),
+          LogText.error(e));
       id = options.offsetFallbackId() ? MessageIds.offsetId(record.topic(), record.partition(), record.offset()) : null;
     }
-    return new KafkaDelivery<>(record, record.receiverOffset(), id, payload, failure, publisher);
+    return new KafkaDelivery<>(record, record.receiverOffset(), id, invalidId, payload, failure, publisher, holds);
   }
 
   @Override

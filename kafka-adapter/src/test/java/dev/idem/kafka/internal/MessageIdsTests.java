@@ -1,6 +1,7 @@
 package dev.idem.kafka.internal;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.nio.charset.StandardCharsets;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -18,11 +19,42 @@ class MessageIdsTests {
   }
 
   @Test
-  void idComesFromTheConfiguredHeaderLastValueWins() {
-    ConsumerRecord<byte[], byte[]> r = record("message-id", "first");
-    r.headers().add("message-id", "second".getBytes(StandardCharsets.UTF_8));
-    assertThat(new MessageIds<String>("message-id", null, true).resolve(r, "v")).isEqualTo("second");
+  void idComesFromTheConfiguredHeader() {
+    assertThat(new MessageIds<String>("message-id", null, true).resolve(record("message-id", "m-1"), "v")).isEqualTo("m-1");
     assertThat(new MessageIds<String>("event-id", null, true).resolve(record("event-id", "e-1"), "v")).isEqualTo("e-1");
+  }
+
+  @Test
+  void anIdHeaderRepeatedWithTheSameValueIsOneIdAndWithDifferentValuesIsInvalid() {
+    MessageIds<String> ids = new MessageIds<>("message-id", null, true);
+    ConsumerRecord<byte[], byte[]> same = record("message-id", "pay-1");
+    same.headers().add("message-id", "pay-1".getBytes(StandardCharsets.UTF_8));
+    assertThat(ids.resolve(same, "v")).isEqualTo("pay-1");
+
+    ConsumerRecord<byte[], byte[]> different = record("message-id", "first");
+    different.headers().add("message-id", "second".getBytes(StandardCharsets.UTF_8));
+    assertThatThrownBy(() -> ids.resolve(different, "v")).isInstanceOf(IllegalArgumentException.class)
+        .hasMessage("header 'message-id' appears 2 times with 2 different values; producers disagree on the message's id");
+  }
+
+  @Test
+  void anIdHeaderThatIsNotUtf8IsInvalidInsteadOfDecodedWithReplacementCharacters() {
+    MessageIds<String> ids = new MessageIds<>("message-id", null, true);
+    ConsumerRecord<byte[], byte[]> ff = record("message-id", null);
+    ff.headers().add("message-id", new byte[] {(byte) 0xFF, 0x41});
+    ConsumerRecord<byte[], byte[]> fe = record("message-id", null);
+    fe.headers().add("message-id", new byte[] {(byte) 0xFE, 0x41});
+    assertThatThrownBy(() -> ids.resolve(ff, "v")).isInstanceOf(IllegalArgumentException.class)
+        .hasMessage("header 'message-id' is not valid UTF-8 (2 bytes: ff 41)");
+    assertThatThrownBy(() -> ids.resolve(fe, "v")).isInstanceOf(IllegalArgumentException.class)
+        .hasMessage("header 'message-id' is not valid UTF-8 (2 bytes: fe 41)");
+    // A huge malformed id is shown by its first bytes only.
+    byte[] huge = new byte[100_000];
+    java.util.Arrays.fill(huge, (byte) 0xC3);
+    ConsumerRecord<byte[], byte[]> big = record("message-id", null);
+    big.headers().add("message-id", huge);
+    assertThatThrownBy(() -> ids.resolve(big, "v")).hasMessageStartingWith("header 'message-id' is not valid UTF-8 (100000 bytes: c3 c3")
+        .hasMessageEndingWith("...)").satisfies(e -> assertThat(e.getMessage()).hasSizeLessThan(200));
   }
 
   @Test

@@ -4,26 +4,35 @@ import dev.idem.testing.Ports;
 import dev.idem.testing.PostgresService;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.AlterConfigOp;
+import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.admin.ConsumerGroupDescription;
 import org.apache.kafka.clients.admin.ListOffsetsResult;
 import org.apache.kafka.clients.admin.MemberDescription;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.config.ConfigResource;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 /**
@@ -162,11 +171,69 @@ public final class KafkaService {
    * @param partitions the partition count
    */
   public void createTopic(String topic, int partitions) {
+    createTopic(topic, partitions, Map.of());
+  }
+
+  /**
+   * Creates a topic with replication factor 1 and topic configs, and waits until it exists.
+   *
+   * @param topic the name
+   * @param partitions the partition count
+   * @param configs topic configs such as {@code max.message.bytes}
+   */
+  public void createTopic(String topic, int partitions, Map<String, String> configs) {
     try {
-      admin.createTopics(List.of(new NewTopic(topic, partitions, (short) 1))).all().get(60, TimeUnit.SECONDS);
+      admin.createTopics(List.of(new NewTopic(topic, partitions, (short) 1).configs(configs))).all().get(60, TimeUnit.SECONDS);
     } catch (Exception e) {
       throw new IllegalStateException("Could not create topic " + topic, e);
     }
+  }
+
+  /**
+   * Sets one config of a topic and waits until the broker accepted it.
+   *
+   * @param topic the topic
+   * @param name the config name, such as {@code max.message.bytes}
+   * @param value its new value
+   */
+  public void setTopicConfig(String topic, String name, String value) {
+    try {
+      admin.incrementalAlterConfigs(Map.of(new ConfigResource(ConfigResource.Type.TOPIC, topic),
+          List.of(new AlterConfigOp(new ConfigEntry(name, value), AlterConfigOp.OpType.SET)))).all().get(60, TimeUnit.SECONDS);
+    } catch (Exception e) {
+      throw new IllegalStateException("Could not set " + name + " of topic " + topic, e);
+    }
+  }
+
+  /**
+   * Reads every record of a topic up to its current end, raw (key, value and header bytes).
+   *
+   * @param topic the topic
+   * @return the records, partition by partition in offset order
+   */
+  public List<ConsumerRecord<byte[], byte[]>> readAll(String topic) {
+    Map<Integer, Long> end = endOffsets(topic);
+    Properties props = new Properties();
+    props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
+    props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
+    props.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class);
+    props.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class);
+    List<ConsumerRecord<byte[], byte[]>> records = new ArrayList<>();
+    try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(props)) {
+      long deadline = System.nanoTime() + timeout().toNanos();
+      for (Map.Entry<Integer, Long> e : new TreeMap<>(end).entrySet()) {
+        TopicPartition tp = new TopicPartition(topic, e.getKey());
+        consumer.assign(List.of(tp));
+        consumer.seekToBeginning(List.of(tp));
+        while (consumer.position(tp) < e.getValue()) {
+          if (System.nanoTime() > deadline) {
+            throw new IllegalStateException("Reading " + tp + " did not reach offset " + e.getValue() + " within " + timeout());
+          }
+          consumer.poll(Duration.ofMillis(200)).records(tp).stream().filter(r -> r.offset() < e.getValue()).forEach(records::add);
+        }
+      }
+    }
+    return records;
   }
 
   /**

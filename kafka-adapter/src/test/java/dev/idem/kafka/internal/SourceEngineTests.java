@@ -1,0 +1,55 @@
+package dev.idem.kafka.internal;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import ch.qos.logback.classic.Level;
+import dev.idem.Delivery;
+import dev.idem.kafka.KafkaSourceOptions;
+import dev.idem.kafka.testing.LogCapture;
+import dev.idem.kafka.testing.StrictUtf8Deserializer;
+import java.nio.charset.StandardCharsets;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.common.TopicPartition;
+import org.junit.jupiter.api.Test;
+import reactor.core.publisher.Mono;
+import reactor.kafka.receiver.ReceiverOffset;
+import reactor.kafka.receiver.ReceiverRecord;
+
+class SourceEngineTests {
+
+  /** The offset handle of a record built in the test; nothing here commits. */
+  private record Offset(TopicPartition topicPartition, long offset) implements ReceiverOffset {
+    @Override
+    public void acknowledge() {}
+
+    @Override
+    public Mono<Void> commit() {
+      return Mono.empty();
+    }
+  }
+
+  private static ReceiverRecord<byte[], byte[]> record(String value) {
+    ConsumerRecord<byte[], byte[]> record = new ConsumerRecord<>("orders", 3, 42L, null, value.getBytes(StandardCharsets.UTF_8));
+    return new ReceiverRecord<>(record, new Offset(new TopicPartition("orders", 3), 42L));
+  }
+
+  @Test
+  void aFailingIdExtractorIsLoggedWithItsErrorTextCutAndTheRecordFallsBackToItsOffsetId() {
+    String huge = "x".repeat(100_000);
+    KafkaSourceOptions<String> options = KafkaSourceOptions.<String>builder()
+        .bootstrapServers("127.0.0.1:1").groupId("g").topics("orders")
+        .valueDeserializer(new StrictUtf8Deserializer())
+        .messageIdExtractor((record, payload) -> {
+          throw new IllegalStateException(huge);
+        })
+        .build();
+    try (SourceEngine<String> engine = new SourceEngine<>(options); LogCapture logs = LogCapture.of("dev.idem.kafka")) {
+      Delivery<String> delivery = engine.toDelivery(record("v"), new CommitHolds("g", () -> { }));
+      assertThat(delivery.id()).isEqualTo("orders/3/42");
+      assertThat(logs.messages(Level.WARN, m -> m.contains("orders-3@42"))).singleElement().satisfies(m -> {
+        assertThat(m).contains("IllegalStateException: xxx");
+        assertThat(m).hasSizeLessThan(LogText.MAX_TEXT + 200);
+      });
+    }
+  }
+}
