@@ -36,9 +36,17 @@ public record Outcome<T>(Status status, Delivery<T> delivery, DeadLetter deadLet
   /**
    * The message id, for logs.
    *
-   * @return the delivery's id (may be {@code null} for a dead-lettered message without one)
+   * <p>Never throws: for a dead letter whose delivery cannot say its id (malformed id bytes,
+   * say) it returns {@code null}, like for a message without an id; the dead letter's detail
+   * says what was wrong.
+   *
+   * @return the delivery's id, or {@code null} for a dead-lettered message without a readable one
    */
   public String messageId() {
-    return delivery.id();
+    try {
+      return delivery.id();
+    } catch (RuntimeException e) {
+      return null;
+    }
   }
 }
