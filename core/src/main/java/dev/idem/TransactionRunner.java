@@ -13,8 +13,10 @@ import reactor.core.publisher.Mono;
  * committed; if the work fails, the transaction is rolled back and the error propagates; if the
  * subscription is cancelled, the transaction is rolled back (or abandoned with its connection,
  * which PostgreSQL rolls back).
+ *
+ * <p>{@link #inTransaction} is generic, so a lambda cannot implement this interface; implement it
+ * with a class.
  */
-@FunctionalInterface
 public interface TransactionRunner {
 
   /**

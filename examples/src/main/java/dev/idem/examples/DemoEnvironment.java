@@ -4,10 +4,10 @@ import dev.idem.kafka.testing.KafkaService;
 import dev.idem.testing.Ports;
 import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.net.URI;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.concurrent.Callable;
 
 /**
  * Where the examples find PostgreSQL, Kafka and RabbitMQ.
@@ -99,22 +99,41 @@ public final class DemoEnvironment {
       return configured;
     }
     if (embeddedPostgres == null) {
-      try {
-        System.out.println("[env] no PostgreSQL configured (--postgres or " + POSTGRES_ENV + "): starting an embedded one");
-        embeddedPostgres = EmbeddedPostgres.builder().start();
-        EmbeddedPostgres started = embeddedPostgres;
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-          try {
-            started.close();
-          } catch (IOException e) {
-            // the JVM is exiting anyway
-          }
-        }));
-      } catch (IOException e) {
-        throw new UncheckedIOException("Could not start the embedded PostgreSQL; pass --postgres=r2dbc:postgresql://... instead", e);
-      }
+      System.out.println("[env] no PostgreSQL configured (--postgres or " + POSTGRES_ENV + "): starting an embedded one");
+      EmbeddedPostgres started = startEmbedded(() -> EmbeddedPostgres.builder().start());
+      embeddedPostgres = started;
+      Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+        try {
+          started.close();
+        } catch (IOException e) {
+          // the JVM is exiting anyway
+        }
+      }));
     }
     return "r2dbc:postgresql://postgres@localhost:" + embeddedPostgres.getPort() + "/postgres";
+  }
+
+  /**
+   * Starts the embedded PostgreSQL, turning any failure into one that tells the user what to do
+   * instead. Not only I/O errors: a broken classpath surfaces here as a {@link LinkageError} such
+   * as {@link NoSuchMethodError}, which exec:java would otherwise misreport as a missing main
+   * method. Only {@link VirtualMachineError}s pass through unchanged.
+   *
+   * @param start starts the server
+   * @param <T> the server type
+   * @return the started server
+   * @throws IllegalStateException with the {@code --postgres=...} hint, caused by the failure
+   */
+  static <T> T startEmbedded(Callable<T> start) {
+    try {
+      return start.call();
+    } catch (VirtualMachineError e) {
+      throw e;
+    } catch (Exception | Error e) {
+      throw new IllegalStateException("Could not start the embedded PostgreSQL (" + e
+          + "); pass --postgres=r2dbc:postgresql://user:password@host:5432/db (or set " + POSTGRES_ENV
+          + ") instead", e);
+    }
   }
 
   /**
