@@ -98,8 +98,8 @@ public final class RabbitSource<T> implements AutoCloseable {
 
   /**
    * Deliveries received on the current channel and not yet settled; never more than the prefetch
-   * and never negative. Each delivery counts once from its arrival until its ack or reject reached
-   * the broker, however often its settlement is attempted; a closed channel counts 0 (the broker
+   * and never negative. Each delivery counts once, from its arrival until its ack or reject is sent
+   * to the broker, however often its settlement is attempted; a closed channel counts 0 (the broker
    * took its deliveries back). Cheap; suitable for a gauge.
    *
    * @return the count

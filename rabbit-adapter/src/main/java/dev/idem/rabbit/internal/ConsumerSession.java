@@ -7,7 +7,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  * One channel's consumer: the channel that delivered (and must settle) its messages, and how many
  * of them are not settled yet. Each delivery is counted once when it arrives and released once
  * (see {@link RabbitDelivery#release()}), whatever the number of settlement attempts, so the
- * count never goes below zero.
+ * count never goes below zero; an ack that fails on an open channel counts its delivery again.
  */
 public final class ConsumerSession {
 

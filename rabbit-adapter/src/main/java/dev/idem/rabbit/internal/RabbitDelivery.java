@@ -133,10 +133,21 @@ public final class RabbitDelivery<T> extends AbstractDelivery<T> {
   /**
    * Stops counting this delivery as unsettled on its channel: once, however often its settlement
    * is attempted.
+   *
+   * @return whether this call released it
    */
-  void release() {
+  boolean release() {
     if (released.compareAndSet(false, true)) {
       session.released();
+      return true;
+    }
+    return false;
+  }
+
+  /** Counts this delivery as unsettled again, after a {@link #release()} whose ack never left. */
+  void restore() {
+    if (released.compareAndSet(true, false)) {
+      session.delivered();
     }
   }
 

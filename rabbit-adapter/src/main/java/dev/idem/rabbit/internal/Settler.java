@@ -159,8 +159,9 @@ public final class Settler implements AutoCloseable {
 
   /**
    * Runs a settlement on the delivery's own channel, on the ack thread; never on another channel.
-   * The delivery stops counting as unsettled once the broker was told, or once its channel is
-   * gone (the broker then requeued it); a failure on an open channel leaves it counted.
+   * The delivery stops counting as unsettled just before the broker is told (after, the broker may
+   * already hand out the next message, which would count one above the prefetch), or once its
+   * channel is gone (the broker then requeued it); a failure on an open channel counts it again.
    */
   private Mono<Void> onChannel(RabbitDelivery<?> delivery, String what, String consequence, ChannelAction action) {
     return Mono.<Void>fromRunnable(() -> {
@@ -170,16 +171,16 @@ public final class Settler implements AutoCloseable {
         throw new SettlementException(what + " of message '" + delivery.idForLogs() + "' failed: its channel is gone"
             + " and the broker will redeliver the message" + consequence, null);
       }
+      boolean released = delivery.release();
       try {
         action.run(channel);
       } catch (IOException | RuntimeException e) {
-        if (!channel.isOpen()) {
-          delivery.release();
+        if (released && channel.isOpen()) {
+          delivery.restore();
         }
         throw new SettlementException(what + " of message '" + delivery.idForLogs() + "' failed; the broker will redeliver"
             + " the message" + consequence, e);
       }
-      delivery.release();
     }).subscribeOn(ackScheduler);
   }
 
