@@ -16,9 +16,14 @@ public enum DeadLetterMode {
    * dead letter (no queue bound) is returned by the broker and treated as a failed publish: it is
    * retried while the delivery's channel is open, never acknowledged as if it had succeeded.
    *
-   * <p>Cost: one confirmed publish per dead letter. A crash between the confirm and the ack puts
-   * a second copy into the dead-letter queue (dead letters are at-least-once; the
-   * {@link RabbitDeadLetterReplayer replayed} copies are deduplicated by the inbox).
+   * <p>Cost: one confirmed publish per dead letter. Dead letters are at least once: a crash
+   * between the confirm and the ack, or the loss of the delivery's channel there, leaves the
+   * original unacknowledged. On a lost channel the settlement fails with an error saying that the
+   * broker will redeliver the message; the broker does, and the redelivery is dead-lettered again.
+   * So each redelivery adds at most one copy to the dead-letter queue, never more: a settlement
+   * that is run again publishes nothing once its dead letter was confirmed, nor when its channel
+   * is already gone. The {@link RabbitDeadLetterReplayer replayed} copies are deduplicated by the
+   * inbox; count dead letters by message id.
    */
   PUBLISH_WITH_CONFIRMS,
   /**

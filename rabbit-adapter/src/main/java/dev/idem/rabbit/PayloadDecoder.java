@@ -6,10 +6,13 @@ import java.nio.charset.StandardCharsets;
 /**
  * Turns a message body into the payload the handler sees.
  *
- * <p>A decoder may throw anything: the {@link RabbitSource} catches it and hands the pipeline a
- * delivery whose {@link dev.idem.Delivery#decodingFailure()} is set, so the message is
- * dead-lettered as {@link dev.idem.DeadLetterReason#UNDECODABLE_PAYLOAD} and the stream goes on.
- * A decoder runs on the client's consumer thread: keep it fast and non-blocking.
+ * <p>A decoder may throw anything, {@link Error}s included ({@link StackOverflowError},
+ * {@link AssertionError}, {@link OutOfMemoryError}, {@link LinkageError}): the {@link RabbitSource}
+ * catches every {@link Throwable} and hands the pipeline a delivery whose
+ * {@link dev.idem.Delivery#decodingFailure()} is that throwable, so the message is dead-lettered as
+ * {@link dev.idem.DeadLetterReason#UNDECODABLE_PAYLOAD} with the error's class and message, and
+ * the stream and its channel go on. A decoder runs on the client's consumer thread: keep it fast
+ * and non-blocking.
  *
  * @param <T> the payload type
  */

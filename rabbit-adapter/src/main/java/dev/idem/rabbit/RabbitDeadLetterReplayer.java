@@ -6,6 +6,7 @@ import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.ConnectionFactory;
 import com.rabbitmq.client.GetResponse;
 import dev.idem.rabbit.internal.HeaderValues;
+import dev.idem.rabbit.internal.LogText;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.HashMap;
@@ -127,7 +128,7 @@ public final class RabbitDeadLetterReplayer implements AutoCloseable {
         }
         DeadLetteredMessage message = describe(response);
         if (!message.hasTarget()) {
-          log.warn("Dead letter '{}' in '{}' has no known origin; left in place", message.messageId(), queue);
+          log.warn("Dead letter '{}' in '{}' has no known origin; left in place", LogText.id(message.messageId()), queue);
           continue;
         }
         if (!filter.test(message)) {
@@ -138,8 +139,8 @@ public final class RabbitDeadLetterReplayer implements AutoCloseable {
             replayProperties(response.getProps()), response.getBody());
         channel.waitForConfirmsOrDie(DEFAULT_CONFIRM_TIMEOUT.toMillis());
         if (returned.get()) {
-          throw new IOException("replayed message '" + message.messageId() + "' was unroutable: exchange '"
-              + message.targetExchange() + "', routing key '" + message.targetRoutingKey() + "'");
+          throw new IOException("replayed message '" + LogText.id(message.messageId()) + "' was unroutable: exchange '"
+              + LogText.id(message.targetExchange()) + "', routing key '" + LogText.id(message.targetRoutingKey()) + "'");
         }
         channel.basicAck(response.getEnvelope().getDeliveryTag(), false);
         replayed++;
@@ -194,7 +195,7 @@ public final class RabbitDeadLetterReplayer implements AutoCloseable {
       try {
         connection.close();
       } catch (IOException e) {
-        log.debug("Closing the replayer connection failed: {}", e.toString());
+        log.debug("Closing the replayer connection failed: {}", LogText.error(e));
       }
     }
     connection = null;

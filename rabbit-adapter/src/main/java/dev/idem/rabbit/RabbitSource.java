@@ -28,9 +28,12 @@ import reactor.core.publisher.Flux;
  *       event-loop thread, and always on the channel that delivered the message. When that channel
  *       has closed, the ack is dropped (its settlement fails and the pipeline logs it): the broker
  *       redelivers the message and the inbox recognises it as a duplicate.</li>
- *   <li><b>Every message is accounted for.</b> A message without an id (see
- *       {@link MessageIdExtractor}) or with a body the {@link PayloadDecoder} rejects is handed to
- *       the pipeline, which dead-letters it; it is never processed and never silently dropped.</li>
+ *   <li><b>Every message is accounted for.</b> A message without an id or with an id that cannot
+ *       be read (see {@link MessageIdExtractor}), or with a body the {@link PayloadDecoder}
+ *       rejects, is handed to the pipeline, which dead-letters it; it is never processed and never
+ *       silently dropped. Whatever the user's extractor, decoder or ordering-key rule throws,
+ *       {@link Error}s included, makes only that message a dead letter: the stream and the channel
+ *       go on.</li>
  *   <li><b>Recovery.</b> A lost channel or connection (the broker closed it, {@code consumer_timeout},
  *       a restart, the queue deleted) ends in a new connection, channel and consumer, after an
  *       exponential backoff ({@link RabbitSourceOptions#recoveryBackoff()}); the returned
@@ -39,7 +42,11 @@ import reactor.core.publisher.Flux;
  *   <li><b>Attempts.</b> {@link Delivery#deliveryAttempt()} comes from the {@code redelivered}
  *       flag and, on quorum queues, the {@code x-delivery-count} header.</li>
  *   <li><b>Dead letters</b> per {@link RabbitSourceOptions#deadLetterMode()}; by default a confirmed
- *       publish with the reason headers of {@link RabbitHeaders}.</li>
+ *       publish with the reason headers of {@link RabbitHeaders}, at least once: at most one extra
+ *       copy per redelivery (see {@link DeadLetterMode#PUBLISH_WITH_CONFIRMS}).</li>
+ *   <li><b>Bounded log lines.</b> Ids in the adapter's log lines and error messages are cut to 255
+ *       characters, error texts to 1,000 (then {@code ...}); URIs are shown with the password
+ *       masked.</li>
  * </ul>
  *
  * <p>One source owns one connection; {@link #receive()} is meant to be subscribed once at a time.
@@ -90,8 +97,10 @@ public final class RabbitSource<T> implements AutoCloseable {
   }
 
   /**
-   * Deliveries received on the current channel and not yet settled; never more than the prefetch.
-   * Cheap; suitable for a gauge.
+   * Deliveries received on the current channel and not yet settled; never more than the prefetch
+   * and never negative. Each delivery counts once, from its arrival until its ack or reject is sent
+   * to the broker, however often its settlement is attempted; a closed channel counts 0 (the broker
+   * took its deliveries back). Cheap; suitable for a gauge.
    *
    * @return the count
    */

@@ -9,11 +9,13 @@ import java.time.Duration;
 import java.util.Objects;
 import java.util.function.BiFunction;
 import java.util.function.Consumer;
+import java.util.regex.Pattern;
 
 /**
  * Immutable settings of a {@link RabbitSource}, built with {@link #builder(String)}. Setters check
  * their argument and name it in the error; {@link Builder#build()} checks the combination.
- * {@link #toString()} masks the password of the URI.
+ * {@link #toString()} and every error message mask the password of the URI (see
+ * {@link #maskPassword(String)}).
  *
  * <p>Prefetch and the pipeline: {@code prefetch} is the broker's {@code basic.qos}, the most
  * unacknowledged messages the broker hands this consumer. Keep it at least the
@@ -38,6 +40,10 @@ public final class RabbitSourceOptions {
   public static final Duration DEFAULT_MAX_RECOVERY_BACKOFF = Duration.ofSeconds(10);
   /** Default time to wait for a dead-letter publish confirm: 30 s. */
   public static final Duration DEFAULT_CONFIRM_TIMEOUT = Duration.ofSeconds(30);
+
+  /** Query parameters whose values are masked by {@link #maskPassword(String)}. */
+  private static final Pattern SECRET_PARAMETER =
+      Pattern.compile("(?i)([?&;](?:password|passwd|pass|pwd|secret|token)=)[^&#;]*");
 
   private final String uri;
   private final String queue;
@@ -211,8 +217,12 @@ public final class RabbitSourceOptions {
     ConnectionFactory factory = new ConnectionFactory();
     try {
       factory.setUri(uri);
-    } catch (URISyntaxException | java.security.GeneralSecurityException e) {
-      throw new IllegalArgumentException("uri is invalid: " + maskPassword(uri), e);
+    } catch (java.security.GeneralSecurityException e) {
+      // The security provider's message does not contain the URI.
+      throw new IllegalArgumentException("uri " + maskPassword(uri) + " could not be used: " + e, e);
+    } catch (URISyntaxException | RuntimeException e) {
+      // Not chained: the client's messages can quote the URI or its decoded user info.
+      throw new IllegalArgumentException("uri is invalid (" + e.getClass().getSimpleName() + "): " + maskPassword(uri));
     }
     connectionFactoryCustomizer.accept(factory);
     factory.setAutomaticRecoveryEnabled(false);
@@ -221,16 +231,37 @@ public final class RabbitSourceOptions {
   }
 
   /**
-   * Replaces the password of an AMQP URI with {@code ****}.
+   * Replaces the password of a URI with {@code ****}, for log lines and error messages. Works on
+   * any text, however malformed: the scheme's case does not matter ({@code AMQP://},
+   * {@code amqps://}), nor whether there is a scheme, a port or a path; everything between the
+   * first {@code :} of the user info and the last {@code @} is masked, so a password that holds
+   * an unescaped {@code @}, {@code /} or {@code :} is masked whole (a pathological URI may lose
+   * more than its password, never less). Percent-encoded passwords are masked as written. Query
+   * parameters named like secrets ({@code password}, {@code pass}, {@code pwd}, {@code secret},
+   * {@code token}) are masked too. A user without a password is left alone.
    *
-   * @param uri the URI
-   * @return the URI without its password
+   * @param uri the URI or any text that contains one, may be {@code null}
+   * @return the text without the password, {@code null} for {@code null}
    */
   public static String maskPassword(String uri) {
     if (uri == null) {
       return null;
     }
-    return uri.replaceFirst("^(amqps?://[^:@/]*):[^@/]*@", "$1:****@");
+    return SECRET_PARAMETER.matcher(maskUserInfo(uri)).replaceAll("$1****");
+  }
+
+  private static String maskUserInfo(String text) {
+    int schemeEnd = text.indexOf("://");
+    int start = schemeEnd < 0 ? 0 : schemeEnd + 3;
+    int at = text.lastIndexOf('@');
+    if (at < start) {
+      return text;
+    }
+    int colon = text.indexOf(':', start);
+    if (colon < 0 || colon > at) {
+      return text;
+    }
+    return text.substring(0, colon + 1) + "****" + text.substring(at);
   }
 
   @Override
@@ -265,7 +296,8 @@ public final class RabbitSourceOptions {
     /**
      * The broker URI. Default {@value RabbitSourceOptions#DEFAULT_URI}.
      *
-     * @param uri an {@code amqp://} or {@code amqps://} URI
+     * @param uri an {@code amqp://} or {@code amqps://} URI (the scheme in any case); errors and
+     *     {@link RabbitSourceOptions#toString()} show it with the password masked
      * @return this builder
      */
     public Builder uri(String uri) {
@@ -400,13 +432,20 @@ public final class RabbitSourceOptions {
       if (prefetch < 1 || prefetch > MAX_PREFETCH) {
         throw new IllegalArgumentException("prefetch must be between 1 and " + MAX_PREFETCH + ", was " + prefetch);
       }
+      URI parsed;
       try {
-        URI parsed = new URI(uri);
-        if (!"amqp".equals(parsed.getScheme()) && !"amqps".equals(parsed.getScheme())) {
-          throw new IllegalArgumentException("uri must start with amqp:// or amqps://, was " + maskPassword(uri));
-        }
+        parsed = new URI(uri);
       } catch (URISyntaxException e) {
-        throw new IllegalArgumentException("uri is not a valid URI: " + maskPassword(uri), e);
+        // Not chained: the exception's message quotes the whole URI, password included.
+        throw new IllegalArgumentException("uri is not a valid URI (" + e.getReason() + " at index " + e.getIndex() + "): "
+            + maskPassword(uri));
+      }
+      String scheme = parsed.getScheme();
+      if (scheme == null || !(scheme.equalsIgnoreCase("amqp") || scheme.equalsIgnoreCase("amqps"))) {
+        throw new IllegalArgumentException("uri must start with amqp:// or amqps://, was " + maskPassword(uri));
+      }
+      if (parsed.getRawAuthority() != null && parsed.getHost() == null) {
+        throw new IllegalArgumentException("uri has no valid host, was " + maskPassword(uri));
       }
       if (connectionName != null && connectionName.isBlank()) {
         throw new IllegalArgumentException("connectionName must not be blank");

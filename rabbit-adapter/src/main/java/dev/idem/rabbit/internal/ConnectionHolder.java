@@ -82,7 +82,7 @@ public final class ConnectionHolder implements AutoCloseable {
       try {
         toClose.close(5_000);
       } catch (IOException | RuntimeException e) {
-        log.debug("Closing RabbitMQ connection '{}' failed: {}", name, e.toString());
+        log.debug("Closing RabbitMQ connection '{}' failed: {}", name, LogText.error(e));
       }
     }
   }

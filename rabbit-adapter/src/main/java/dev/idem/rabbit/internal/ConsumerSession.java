@@ -5,7 +5,9 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * One channel's consumer: the channel that delivered (and must settle) its messages, and how many
- * of them are not settled yet.
+ * of them are not settled yet. Each delivery is counted once when it arrives and released once
+ * (see {@link RabbitDelivery#release()}), whatever the number of settlement attempts, so the
+ * count never goes below zero; an ack that fails on an open channel counts its delivery again.
  */
 public final class ConsumerSession {
 
@@ -47,16 +49,17 @@ public final class ConsumerSession {
     peak.accumulateAndGet(now, Math::max);
   }
 
-  void settling() {
+  /** One delivery of this channel left the unsettled set: acknowledged, rejected, or lost with the channel. */
+  void released() {
     unsettled.decrementAndGet();
   }
 
   /**
    * Deliveries received on this channel and not yet settled.
    *
-   * @return the count
+   * @return the count; 0 once the channel is closed (the broker took its deliveries back)
    */
   public int unsettled() {
-    return unsettled.get();
+    return channel.isOpen() ? unsettled.get() : 0;
   }
 }

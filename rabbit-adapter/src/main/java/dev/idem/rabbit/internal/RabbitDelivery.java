@@ -6,11 +6,17 @@ import dev.idem.AbstractDelivery;
 import dev.idem.DeadLetter;
 import java.time.Instant;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicBoolean;
 import reactor.core.publisher.Mono;
 
 /**
  * One RabbitMQ delivery as a {@link dev.idem.Delivery}. Settlement is idempotent (see
  * {@link AbstractDelivery}) and always goes to the channel that delivered the message.
+ *
+ * <p>A delivery whose id could not be read (the {@link dev.idem.rabbit.MessageIdExtractor} threw,
+ * or rejected the value) throws an {@link IllegalArgumentException} from {@link #id()}, which the
+ * pipeline dead-letters as {@link dev.idem.DeadLetterReason#INVALID_ID}; the adapter itself reads
+ * the id only through {@link #idForLogs()}.
  *
  * @param <T> the payload type
  */
@@ -23,14 +29,19 @@ public final class RabbitDelivery<T> extends AbstractDelivery<T> {
   private final AMQP.BasicProperties properties;
   private final byte[] body;
   private final String id;
+  private final IllegalArgumentException idFailure;
   private final T payload;
   private final Throwable decodingFailure;
   private final String orderingKey;
   private final int attempt;
   private final Map<String, String> headers;
+  /** Set once this delivery stopped counting as unsettled on its channel. */
+  private final AtomicBoolean released = new AtomicBoolean();
+  /** Set once a dead letter of this delivery was confirmed by the broker. */
+  private final AtomicBoolean deadLetterConfirmed = new AtomicBoolean();
 
   RabbitDelivery(ConsumerSession session, Settler settler, String queue, Envelope envelope, AMQP.BasicProperties properties,
-      byte[] body, String id, T payload, Throwable decodingFailure, String orderingKey) {
+      byte[] body, String id, IllegalArgumentException idFailure, T payload, Throwable decodingFailure, String orderingKey) {
     this.session = session;
     this.settler = settler;
     this.queue = queue;
@@ -38,6 +49,7 @@ public final class RabbitDelivery<T> extends AbstractDelivery<T> {
     this.properties = properties;
     this.body = body;
     this.id = id;
+    this.idFailure = idFailure;
     this.payload = payload;
     this.decodingFailure = decodingFailure;
     this.orderingKey = orderingKey;
@@ -45,9 +57,27 @@ public final class RabbitDelivery<T> extends AbstractDelivery<T> {
     this.headers = HeaderValues.renderAll(envelope, properties);
   }
 
+  /**
+   * The id.
+   *
+   * @return the id, or {@code null} when the message has none
+   * @throws IllegalArgumentException when the id could not be read, saying why
+   */
   @Override
   public String id() {
+    if (idFailure != null) {
+      throw idFailure;
+    }
     return id;
+  }
+
+  /**
+   * The id for log lines and error messages; never throws.
+   *
+   * @return the id cut to {@value LogText#MAX_ID} characters, or a placeholder when there is none
+   */
+  public String idForLogs() {
+    return idFailure != null ? "<invalid id>" : LogText.id(id);
   }
 
   @Override
@@ -101,6 +131,35 @@ public final class RabbitDelivery<T> extends AbstractDelivery<T> {
   }
 
   /**
+   * Stops counting this delivery as unsettled on its channel: once, however often its settlement
+   * is attempted.
+   *
+   * @return whether this call released it
+   */
+  boolean release() {
+    if (released.compareAndSet(false, true)) {
+      session.released();
+      return true;
+    }
+    return false;
+  }
+
+  /** Counts this delivery as unsettled again, after a {@link #release()} whose ack never left. */
+  void restore() {
+    if (released.compareAndSet(true, false)) {
+      session.delivered();
+    }
+  }
+
+  boolean deadLetterConfirmed() {
+    return deadLetterConfirmed.get();
+  }
+
+  void markDeadLetterConfirmed() {
+    deadLetterConfirmed.set(true);
+  }
+
+  /**
    * The envelope (delivery tag, exchange, routing key).
    *
    * @return the envelope
@@ -128,6 +187,6 @@ public final class RabbitDelivery<T> extends AbstractDelivery<T> {
 
   @Override
   public String toString() {
-    return "RabbitDelivery[queue=" + queue + ", id=" + id + ", tag=" + envelope.getDeliveryTag() + ", attempt=" + attempt + "]";
+    return "RabbitDelivery[queue=" + queue + ", id=" + idForLogs() + ", tag=" + envelope.getDeliveryTag() + ", attempt=" + attempt + "]";
   }
 }

@@ -75,7 +75,7 @@ public final class RabbitReceiver<T> implements AutoCloseable {
             .transientErrors(true)
             .filter(error -> !connections.isClosed())
             .doBeforeRetry(signal -> log.warn("RabbitMQ consumer of queue '{}' lost ({}); resubscribing (attempt {})",
-                options.queue(), signal.failure().toString(), signal.totalRetriesInARow() + 1)))
+                options.queue(), LogText.error(signal.failure()), signal.totalRetriesInARow() + 1)))
         .onErrorResume(error -> connections.isClosed(), error -> Flux.empty())
         .<Delivery<T>>map(delivery -> delivery);
   }
@@ -105,7 +105,18 @@ public final class RabbitReceiver<T> implements AutoCloseable {
         @Override
         public void handleDelivery(String consumerTag, Envelope envelope, AMQP.BasicProperties properties, byte[] body) {
           session.delivered();
-          sink.next(toDelivery(session, envelope, properties, body));
+          RabbitDelivery<T> delivery;
+          try {
+            delivery = toDelivery(session, envelope, properties, body);
+          } catch (Throwable e) {
+            // Not the user's code (toDelivery catches that) but the adapter's own: still never
+            // let it close the channel. The message stays unacknowledged on this channel and is
+            // redelivered when the channel closes.
+            log.error("Could not read a message of queue '{}' (delivery tag {}); it stays unacknowledged: {}",
+                options.queue(), envelope.getDeliveryTag(), LogText.error(e));
+            return;
+          }
+          sink.next(delivery);
         }
 
         @Override
@@ -136,30 +147,42 @@ public final class RabbitReceiver<T> implements AutoCloseable {
     }, FluxSink.OverflowStrategy.BUFFER);
   }
 
+  /**
+   * Builds the delivery. Runs on the client's consumer thread, so nothing may escape it: a
+   * throwable out of {@code handleDelivery} makes the client close the channel, the broker
+   * requeues the message, and the next channel meets it again. Whatever the user's extractor,
+   * decoder or ordering-key rule throws ({@link Error}s included) is caught and makes this one
+   * message a dead letter instead.
+   */
   private RabbitDelivery<T> toDelivery(ConsumerSession session, Envelope envelope, AMQP.BasicProperties properties, byte[] body) {
     AMQP.BasicProperties props = properties != null ? properties : new AMQP.BasicProperties();
     byte[] bytes = body != null ? body : new byte[0];
-    String id;
+    String id = null;
+    IllegalArgumentException idFailure = null;
     try {
       id = options.messageId().extract(envelope, props);
-    } catch (RuntimeException e) {
-      log.warn("Message id extractor failed on a message of queue '{}'; treating it as missing: {}", options.queue(), e.toString());
-      id = null;
+    } catch (IllegalArgumentException e) {
+      idFailure = e;
+    } catch (Throwable e) {
+      idFailure = new IllegalArgumentException("the message id extractor (" + LogText.describe(options.messageId())
+          + ") failed: " + LogText.error(e), e);
     }
     T payload = null;
     Throwable failure = null;
     try {
       payload = decoder.decode(bytes, props);
-    } catch (Exception | LinkageError e) {
+    } catch (Throwable e) {
       failure = e;
     }
-    String key;
+    String key = null;
     try {
       key = options.orderingKey().apply(envelope, props);
-    } catch (RuntimeException e) {
-      key = null;
+    } catch (Throwable e) {
+      if (failure == null) {
+        failure = new IllegalStateException("the orderingKey rule failed: " + LogText.error(e), e);
+      }
     }
-    return new RabbitDelivery<>(session, settler, options.queue(), envelope, props, bytes, id, payload, failure, key);
+    return new RabbitDelivery<>(session, settler, options.queue(), envelope, props, bytes, id, idFailure, payload, failure, key);
   }
 
   private static void closeAsync(Channel channel) {
@@ -194,7 +217,8 @@ public final class RabbitReceiver<T> implements AutoCloseable {
   /**
    * Deliveries of the current channel not yet settled.
    *
-   * @return the count, 0 before the first subscription
+   * @return the count, 0 before the first subscription and while the channel is closed; never
+   *     negative
    */
   public int unsettled() {
     ConsumerSession session = current.get();
@@ -230,7 +254,7 @@ public final class RabbitReceiver<T> implements AutoCloseable {
     private static final long serialVersionUID = 1L;
 
     ChannelLostException(String queue, ShutdownSignalException cause) {
-      super("channel consuming queue '" + queue + "' closed: " + cause.getMessage(), cause);
+      super("channel consuming queue '" + queue + "' closed: " + LogText.text(cause.getMessage()), cause);
     }
   }
 }

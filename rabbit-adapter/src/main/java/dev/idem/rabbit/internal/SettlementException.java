@@ -1,7 +1,8 @@
 package dev.idem.rabbit.internal;
 
 /**
- * A delivery could not be settled with the broker. Deliberately carries its trigger as a
+ * A delivery could not be settled with the broker; the message says whether the broker will
+ * redeliver it. Its trigger's text is cut to {@value LogText#MAX_TEXT} characters. Deliberately carries its trigger as a
  * suppressed exception, not as the cause: core's error classifier walks the cause chain and would
  * call an {@link java.io.IOException} cause an infrastructure error, retrying a settlement that
  * can never succeed (its channel is gone; the broker redelivers the message instead).
@@ -17,7 +18,7 @@ public final class SettlementException extends RuntimeException {
    * @param trigger the underlying error, kept as suppressed, may be {@code null}
    */
   public SettlementException(String message, Throwable trigger) {
-    super(message + (trigger == null ? "" : ": " + trigger));
+    super(message + (trigger == null ? "" : ": " + LogText.error(trigger)));
     if (trigger != null) {
       addSuppressed(trigger);
     }

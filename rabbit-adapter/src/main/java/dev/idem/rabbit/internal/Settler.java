@@ -54,22 +54,52 @@ public final class Settler implements AutoCloseable {
     return onChannel(delivery, "ack", channel -> channel.basicAck(tag, false));
   }
 
+  /**
+   * Dead-letters a delivery: publishes the dead letter with confirms (retried while the delivery's
+   * channel is open), then acks the original on its channel.
+   *
+   * <p>At most one dead letter is published per delivery, however often its settlement is run: a
+   * run that finds the delivery's channel closed publishes nothing (the broker redelivers the
+   * message, and the redelivery is dead-lettered), and a run after a confirmed publish only
+   * retries the ack. So a channel lost between the confirm and the ack costs exactly one extra
+   * copy in the dead-letter queue, the one of the redelivery.
+   */
   Mono<Void> deadLetter(RabbitDelivery<?> delivery, DeadLetter deadLetter) {
     long tag = delivery.envelope().getDeliveryTag();
     if (options.deadLetterMode() == DeadLetterMode.REJECT_TO_QUEUE_DLX) {
       return onChannel(delivery, "reject", channel -> channel.basicReject(tag, false));
     }
-    return publish(delivery, deadLetter)
-        // A failed publish is retried while the delivery can still be acknowledged; once its
-        // channel is gone the broker redelivers the message and it is dead-lettered again then.
-        .retryWhen(Retry.backoff(Long.MAX_VALUE, options.recoveryBackoff())
-            .maxBackoff(options.maxRecoveryBackoff())
-            .filter(error -> delivery.session().isOpen())
-            .doBeforeRetry(signal -> log.warn("Dead-letter publish of message '{}' to exchange '{}' failed, retrying: {}",
-                delivery.id(), options.deadLetterExchange(), signal.failure().toString())))
-        .onErrorMap(error -> !(error instanceof SettlementException),
-            error -> new SettlementException("dead-letter publish of message '" + delivery.id() + "' failed", error))
-        .then(onChannel(delivery, "ack after dead-letter publish", channel -> channel.basicAck(tag, false)));
+    Mono<Void> ack = onChannel(delivery, "ack after the confirmed dead-letter publish",
+        " (the dead letter is in the dead-letter queue; the redelivered message will be dead-lettered again,"
+            + " one more copy there)",
+        channel -> channel.basicAck(tag, false));
+    return Mono.defer(() -> {
+      if (delivery.deadLetterConfirmed()) {
+        return ack;
+      }
+      if (!delivery.session().isOpen()) {
+        delivery.release();
+        return Mono.error(new SettlementException("dead letter of message '" + delivery.idForLogs()
+            + "' not published: its channel is gone and the broker will redeliver the message, to be dead-lettered then", null));
+      }
+      return publish(delivery, deadLetter)
+          // A failed publish is retried while the delivery can still be acknowledged; once its
+          // channel is gone the broker redelivers the message and it is dead-lettered again then.
+          .retryWhen(Retry.backoff(Long.MAX_VALUE, options.recoveryBackoff())
+              .maxBackoff(options.maxRecoveryBackoff())
+              .filter(error -> delivery.session().isOpen())
+              .doBeforeRetry(signal -> log.warn("Dead-letter publish of message '{}' to exchange '{}' failed, retrying: {}",
+                  delivery.idForLogs(), LogText.id(options.deadLetterExchange()), LogText.error(signal.failure()))))
+          .onErrorMap(error -> !(error instanceof SettlementException), error -> {
+            if (!delivery.session().isOpen()) {
+              delivery.release();
+            }
+            return new SettlementException("dead-letter publish of message '" + delivery.idForLogs()
+                + "' failed and its channel is gone; the broker will redeliver the message", error);
+          })
+          .doOnSuccess(ignored -> delivery.markDeadLetterConfirmed())
+          .then(ack);
+    });
   }
 
   private Mono<Void> publish(RabbitDelivery<?> delivery, DeadLetter deadLetter) {
@@ -123,20 +153,33 @@ public final class Settler implements AutoCloseable {
     return text.length() <= MAX_HEADER_TEXT ? text : text.substring(0, MAX_HEADER_TEXT);
   }
 
-  /** Runs a settlement on the delivery's own channel, on the ack thread; never on another channel. */
   private Mono<Void> onChannel(RabbitDelivery<?> delivery, String what, ChannelAction action) {
+    return onChannel(delivery, what, "", action);
+  }
+
+  /**
+   * Runs a settlement on the delivery's own channel, on the ack thread; never on another channel.
+   * The delivery stops counting as unsettled just before the broker is told (after, the broker may
+   * already hand out the next message, which would count one above the prefetch), or once its
+   * channel is gone (the broker then requeued it); a failure on an open channel counts it again.
+   */
+  private Mono<Void> onChannel(RabbitDelivery<?> delivery, String what, String consequence, ChannelAction action) {
     return Mono.<Void>fromRunnable(() -> {
-      ConsumerSession session = delivery.session();
-      session.settling();
-      Channel channel = session.channel();
+      Channel channel = delivery.session().channel();
       if (!channel.isOpen()) {
-        throw new SettlementException(what + " of message '" + delivery.id() + "' dropped: its channel is gone"
-            + " and the broker will redeliver the message", null);
+        delivery.release();
+        throw new SettlementException(what + " of message '" + delivery.idForLogs() + "' failed: its channel is gone"
+            + " and the broker will redeliver the message" + consequence, null);
       }
+      boolean released = delivery.release();
       try {
         action.run(channel);
       } catch (IOException | RuntimeException e) {
-        throw new SettlementException(what + " of message '" + delivery.id() + "' failed; the broker will redeliver the message", e);
+        if (released && channel.isOpen()) {
+          delivery.restore();
+        }
+        throw new SettlementException(what + " of message '" + delivery.idForLogs() + "' failed; the broker will redeliver"
+            + " the message" + consequence, e);
       }
     }).subscribeOn(ackScheduler);
   }
@@ -146,7 +189,7 @@ public final class Settler implements AutoCloseable {
     try {
       sender.close();
     } catch (RuntimeException e) {
-      log.debug("Closing the dead-letter sender failed: {}", e.toString());
+      log.debug("Closing the dead-letter sender failed: {}", LogText.error(e));
     }
     ackScheduler.dispose();
   }
