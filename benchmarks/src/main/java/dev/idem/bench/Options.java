@@ -37,6 +37,7 @@ final class Options {
       {"heap", "memory mode: the consumer JVM's -Xmx (default 256m)"},
       {"stallSeconds", "a row that settles nothing for this long fails (default 120)"},
       {"seed", "random seed of the workload (default 42)"},
+      {"profile", "true: print each row's CPU time per thread group to standard error"},
   };
 
   final String mode;

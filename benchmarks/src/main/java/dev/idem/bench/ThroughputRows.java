@@ -66,7 +66,11 @@ final class ThroughputRows {
     System.err.printf(Locale.ROOT, "[%s] row %s %s ...%n", broker, id, name);
     RowResult result;
     try (Feed feed = feeds.open(id)) {
+      ThreadCpu profile = ThreadCpu.startIfEnabled();
       Measured measured = body.run(feed);
+      if (profile != null) {
+        profile.print(broker + " " + id);
+      }
       Progress p = measured.progress();
       result = new RowResult(broker, id, name, kind, p.settled(), p.nanos(), p.cpuNanos(), Checker.failures(workload, measured.observation()));
     } catch (Exception | AssertionError e) {
