@@ -63,12 +63,22 @@ public final class Benchmark {
     Database.Tables tables = Database.Tables.unique();
     String suffix = tables.inbox().substring("bench_inbox_".length());
     List<RowResult> results = new ArrayList<>();
+    List<String> warmUpFailures = new ArrayList<>();
     List<String> setup = new ArrayList<>();
     double load = Jvm.loadAverage();
     try {
       if (options.kafka) {
         Workload workload = Workload.generate(options.messages(200_000), options.duplicates, options.accounts, options.seed);
         try (KafkaEnv kafka = KafkaEnv.start(options)) {
+          if (options.warmup > 0) {
+            Workload warm = Workload.generate(options.warmup, options.duplicates, options.accounts, options.seed + 1);
+            String warmTopic = "bench_warmup_" + suffix;
+            kafka.createTopic(warmTopic, options.partitions);
+            kafka.publish(warmTopic, warm);
+            warmUpFailures.addAll(failedRows(new ThroughputRows("kafka", "kafka warm-up", options, db, tables, warm,
+                rowId -> new KafkaFeed(kafka, warmTopic, "bench-warmup-" + suffix + "-" + rowId, options.stall)).run(), "warm-up "));
+            kafka.deleteTopic(warmTopic);
+          }
           String topic = "bench_payments_" + suffix;
           kafka.createTopic(topic, options.partitions);
           long start = System.nanoTime();
@@ -76,7 +86,7 @@ public final class Benchmark {
           System.err.printf(Locale.ROOT, "[kafka] published %,d records to %s in %.1f s%n", workload.total(), topic, (System.nanoTime() - start) / 1e9);
           setup.add(String.format(Locale.ROOT, "kafka: %,d messages + %,d producer duplicates on %d partitions keyed by account; a fresh consumer group "
               + "per row reads from the beginning; %s", workload.distinct(), workload.duplicates(), options.partitions, kafka.where()));
-          results.addAll(new ThroughputRows("kafka", options, db, tables, workload,
+          results.addAll(new ThroughputRows("kafka", "kafka", options, db, tables, workload,
               rowId -> new KafkaFeed(kafka, topic, "bench-" + suffix + "-" + rowId, options.stall)).run());
           kafka.deleteTopic(topic);
         }
@@ -86,7 +96,12 @@ public final class Benchmark {
         try (RabbitEnv rabbit = new RabbitEnv(options.rabbitUri, options.rabbitQuorum)) {
           setup.add(String.format(Locale.ROOT, "rabbit: %,d messages + %,d producer duplicates, published to a fresh queue before each row; %s at %s",
               workload.distinct(), workload.duplicates(), rabbit.version(), Options.masked(options.rabbitUri)));
-          results.addAll(new ThroughputRows("rabbit", options, db, tables, workload,
+          if (options.warmup > 0) {
+            Workload warm = Workload.generate(options.warmup, options.duplicates, options.accounts, options.seed + 1);
+            warmUpFailures.addAll(failedRows(new ThroughputRows("rabbit", "rabbit warm-up", options, db, tables, warm,
+                rowId -> new RabbitFeed(rabbit, "bench_warmup_" + suffix + "_" + rowId, warm, options.stall)).run(), "warm-up "));
+          }
+          results.addAll(new ThroughputRows("rabbit", "rabbit", options, db, tables, workload,
               rowId -> new RabbitFeed(rabbit, "bench_payments_" + suffix + "_" + rowId, workload, options.stall)).run());
         }
       }
@@ -99,12 +114,21 @@ public final class Benchmark {
     System.out.println("# command: " + options.commandLine());
     System.out.println("# machine: " + machine(load) + "; PostgreSQL " + postgresVersion);
     setup.forEach(line -> System.out.println("# " + line));
+    if (options.warmup > 0) {
+      System.out.printf(Locale.ROOT, "# before the timed rows of each broker, the same rows ran untimed on %,d other messages (JIT warm-up)%n", options.warmup);
+    }
     System.out.println("# msg/s: deliveries (duplicates included) from the first delivery to the last settlement (ack, or Kafka offset "
         + "marked for commit); x ...: an Idem row's msg/s over the peer's; CPU: the benchmark JVM's process CPU time in that window");
     System.out.println();
     System.out.print(ResultTable.format(results));
     System.out.println();
-    return verdict(results.stream().filter(r -> !r.ok()).map(r -> r.broker() + " row " + r.id()).toList(), results.isEmpty());
+    List<String> failed = new ArrayList<>(warmUpFailures);
+    failed.addAll(failedRows(results, ""));
+    return verdict(failed, results.isEmpty());
+  }
+
+  private static List<String> failedRows(List<RowResult> results, String prefix) {
+    return results.stream().filter(r -> !r.ok()).map(r -> prefix + r.broker() + " row " + r.id() + " (" + String.join("; ", r.failures()) + ")").toList();
   }
 
   static int verdict(List<String> failed, boolean nothingRan) {

@@ -27,6 +27,7 @@ final class Options {
       {"accounts", "accounts (default 1000)"},
       {"partitions", "Kafka partitions (default 4)"},
       {"rows", "only these rows, e.g. 1,2,4b (default all)"},
+      {"warmup", "messages of the untimed warm-up pass through the same rows before the timed ones, per broker (default 5000; 0: none)"},
       {"postgres", "postgresql://user[:password]@host:port/database (default postgresql://postgres@127.0.0.1:5432/test)"},
       {"kafka", "bootstrap servers of an external Kafka (default: a KRaft broker from Kafka's jars in a child JVM)"},
       {"kafkaBroker", "fork (default) or jvm: where the built-in broker runs when -Dkafka is not set; jvm adds the broker's CPU to the consumer's"},
@@ -48,6 +49,7 @@ final class Options {
   final int accounts;
   final int partitions;
   final Set<String> rows;
+  final int warmup;
   final String postgres;
   final String kafkaBootstrap;
   final boolean kafkaInJvm;
@@ -71,6 +73,7 @@ final class Options {
     String only = System.getProperty("rows", "").trim();
     rows = only.isEmpty() ? Set.of()
         : Arrays.stream(only.split(",")).map(String::trim).map(s -> s.toLowerCase(Locale.ROOT)).collect(Collectors.toUnmodifiableSet());
+    warmup = System.getProperty("warmup", "").trim().equals("0") ? 0 : positive("warmup", 5000);
     postgres = System.getProperty("postgres", "postgresql://postgres@127.0.0.1:5432/test");
     String bootstrap = System.getProperty("kafka", "").trim();
     kafkaBootstrap = bootstrap.isEmpty() ? null : bootstrap;

@@ -24,14 +24,16 @@ final class ThroughputRows {
   }
 
   private final String broker;
+  private final String label;
   private final Options options;
   private final Database db;
   private final Database.Tables tables;
   private final Workload workload;
   private final FeedFactory feeds;
 
-  ThroughputRows(String broker, Options options, Database db, Database.Tables tables, Workload workload, FeedFactory feeds) {
+  ThroughputRows(String broker, String label, Options options, Database db, Database.Tables tables, Workload workload, FeedFactory feeds) {
     this.broker = broker;
+    this.label = label;
     this.options = options;
     this.db = db;
     this.tables = tables;
@@ -63,13 +65,13 @@ final class ThroughputRows {
     if (!options.runs(id)) {
       return;
     }
-    System.err.printf(Locale.ROOT, "[%s] row %s %s ...%n", broker, id, name);
+    System.err.printf(Locale.ROOT, "[%s] row %s %s ...%n", label, id, name);
     RowResult result;
     try (Feed feed = feeds.open(id)) {
       ThreadCpu profile = ThreadCpu.startIfEnabled();
       Measured measured = body.run(feed);
       if (profile != null) {
-        profile.print(broker + " " + id);
+        profile.print(label + " " + id);
       }
       Progress p = measured.progress();
       result = new RowResult(broker, id, name, kind, p.settled(), p.nanos(), p.cpuNanos(), Checker.failures(workload, measured.observation()));
@@ -78,7 +80,7 @@ final class ThroughputRows {
       e.printStackTrace();
     }
     results.add(result);
-    System.err.printf(Locale.ROOT, "[%s] row %s: %,.0f msg/s, %.3f CPU s/1k msg, %s%n", broker, id, result.messagesPerSecond(),
+    System.err.printf(Locale.ROOT, "[%s] row %s: %,.0f msg/s, %.3f CPU s/1k msg, %s%n", label, id, result.messagesPerSecond(),
         result.cpuSecondsPerThousand(), result.ok() ? "ok" : "FAILED " + result.failures());
   }
 
