@@ -38,54 +38,66 @@ final class LatencyMode {
     String suffix = tables.inbox().substring("bench_inbox_".length());
     double load = Jvm.loadAverage();
     int total = options.rate * (options.seconds + WARMUP_SECONDS);
-    Workload workload = Workload.generate((int) Math.round(total / (1 + options.duplicates)), options.duplicates, options.accounts, options.seed);
-    List<IdemSetting> settings = List.of(IdemSetting.defaults("L1"), new IdemSetting("L2", Ordering.BY_KEY, 4, 256, 64, true));
+    Workload measured = Workload.generate((int) Math.round(total / (1 + options.duplicates)), options.duplicates, options.accounts, options.seed);
+    List<IdemSetting> settings = List.of(IdemSetting.defaults("L1"), new IdemSetting("L2", Ordering.BY_KEY, 8, 256, 1, false),
+        new IdemSetting("L3", Ordering.BY_KEY, 4, 256, 64, true));
+    Workload warm = Workload.generate(Math.max(1, options.warmup), options.duplicates, options.accounts, options.seed + 1);
     List<Line> lines = new ArrayList<>();
+    List<Line> warmUpLines = new ArrayList<>();
     List<String> setup = new ArrayList<>();
     try {
       if (options.kafka) {
         try (KafkaEnv kafka = KafkaEnv.start(options)) {
           setup.add("kafka: " + options.partitions + " partitions keyed by account, producer acks=all linger.ms=0; " + kafka.where());
-          for (IdemSetting setting : settings) {
-            String topic = "bench_latency_" + suffix + "_" + setting.id().toLowerCase(Locale.ROOT);
-            String group = "bench-latency-" + suffix + "-" + setting.id();
-            kafka.createTopic(topic, options.partitions);
-            try (KafkaFeed feed = new KafkaFeed(kafka, topic, group, options.stall);
-                KafkaProducer<byte[], byte[]> producer = kafka.producer(0)) {
-              AtomicReference<Exception> sendFailure = new AtomicReference<>();
-              lines.add(measure("kafka", setting, options, db, tables, workload, feed,
-                  () -> await(() -> kafka.assignedPartitions(group, topic) == options.partitions, "the consumer group's assignment"),
-                  i -> producer.send(KafkaEnv.record(topic, workload, i, System.nanoTime()), (m, e) -> {
-                    if (e != null) {
-                      sendFailure.compareAndSet(null, e);
-                    }
-                  }),
-                  () -> {
-                    producer.flush();
-                    if (sendFailure.get() != null) {
-                      throw sendFailure.get();
-                    }
-                  }));
+          for (int pass = options.warmup > 0 ? 0 : 1; pass < 2; pass++) {
+            Workload workload = pass == 0 ? warm : measured;
+            List<Line> into = pass == 0 ? warmUpLines : lines;
+            for (IdemSetting setting : settings) {
+              String name = setting.id().toLowerCase(Locale.ROOT) + (pass == 0 ? "_warmup" : "");
+              String topic = "bench_latency_" + suffix + "_" + name;
+              String group = "bench-latency-" + suffix + "-" + name;
+              kafka.createTopic(topic, options.partitions);
+              try (KafkaFeed feed = new KafkaFeed(kafka, topic, group, options.stall);
+                  KafkaProducer<byte[], byte[]> producer = kafka.producer(0)) {
+                AtomicReference<Exception> sendFailure = new AtomicReference<>();
+                into.add(measure(pass == 0 ? "kafka warm-up" : "kafka", setting, options, db, tables, workload, feed,
+                    () -> await(() -> kafka.assignedPartitions(group, topic) == options.partitions, "the consumer group's assignment"),
+                    i -> producer.send(KafkaEnv.record(topic, workload, i, System.nanoTime()), (m, e) -> {
+                      if (e != null) {
+                        sendFailure.compareAndSet(null, e);
+                      }
+                    }),
+                    () -> {
+                      producer.flush();
+                      if (sendFailure.get() != null) {
+                        throw sendFailure.get();
+                      }
+                    }));
+              }
+              kafka.deleteTopic(topic);
             }
-            kafka.deleteTopic(topic);
           }
         }
       }
       if (options.rabbit) {
         try (RabbitEnv rabbit = new RabbitEnv(options.rabbitUri, options.rabbitQuorum)) {
           setup.add("rabbit: " + rabbit.version() + ", publisher confirms awaited at the end");
-          for (IdemSetting setting : settings) {
-            String queue = "bench_latency_" + suffix + "_" + setting.id();
-            try (RabbitFeed feed = new RabbitFeed(rabbit, queue, null, options.stall);
-                Channel channel = rabbit.connection().createChannel()) {
-              channel.confirmSelect();
-              lines.add(measure("rabbit", setting, options, db, tables, workload, feed,
-                  () -> await(() -> rabbit.consumers(queue) == 1, "the consumer"),
-                  i -> {
-                    int event = workload.eventAt(i);
-                    channel.basicPublish("", queue, RabbitEnv.properties(workload, event), workload.payment(event, System.nanoTime()).encode());
-                  },
-                  () -> channel.waitForConfirmsOrDie(60_000)));
+          for (int pass = options.warmup > 0 ? 0 : 1; pass < 2; pass++) {
+            Workload workload = pass == 0 ? warm : measured;
+            List<Line> into = pass == 0 ? warmUpLines : lines;
+            for (IdemSetting setting : settings) {
+              String queue = "bench_latency_" + suffix + "_" + setting.id() + (pass == 0 ? "_warmup" : "");
+              try (RabbitFeed feed = new RabbitFeed(rabbit, queue, null, options.stall);
+                  Channel channel = rabbit.connection().createChannel()) {
+                channel.confirmSelect();
+                into.add(measure(pass == 0 ? "rabbit warm-up" : "rabbit", setting, options, db, tables, workload, feed,
+                    () -> await(() -> rabbit.consumers(queue) == 1, "the consumer"),
+                    i -> {
+                      int event = workload.eventAt(i);
+                      channel.basicPublish("", queue, RabbitEnv.properties(workload, event), workload.payment(event, System.nanoTime()).encode());
+                    },
+                    () -> channel.waitForConfirmsOrDie(60_000)));
+              }
             }
           }
         }
@@ -99,10 +111,21 @@ final class LatencyMode {
     System.out.println("# command: " + options.commandLine());
     System.out.println("# machine: " + Benchmark.machine(load) + "; PostgreSQL " + postgresVersion);
     setup.forEach(line -> System.out.println("# " + line));
+    if (options.warmup > 0) {
+      System.out.printf(Locale.ROOT, "# before the measured rows of each broker, the same rows ran on %,d other messages at the same rate (JIT warm-up)%n", options.warmup);
+    }
+    System.out.println("# latency: from the publisher's send (the time travels in the payload) to the outcome, emitted after the ack "
+        + "(Kafka: offset marked; committed within the 1 s commit interval)");
     System.out.println();
     System.out.println("| broker | mode | published msg/s | measured | p50 ms | p99 ms | max ms | check |");
     System.out.println("|---|---|---:|---:|---:|---:|---:|---|");
     List<String> failed = new ArrayList<>();
+    for (Line line : warmUpLines) {
+      if (!line.failures().isEmpty()) {
+        System.out.println("FAILED: " + line.broker() + " " + line.mode() + ": " + String.join("; ", line.failures()));
+        failed.add(line.broker() + " " + line.mode());
+      }
+    }
     for (Line line : lines) {
       long[] s = line.sorted();
       System.out.printf(Locale.ROOT, "| %s | %s | %,.0f | %,d | %s | %s | %s | %s |%n", line.broker(), line.mode(), line.publishedPerSecond(), s.length,
