@@ -35,14 +35,16 @@ final class KafkaEnv implements AutoCloseable {
   private final String where;
   private final boolean inThisJvm;
   private final Process child;
+  private final Path childDir;
   private final EmbeddedKafkaBroker embedded;
   private final Admin admin;
 
-  private KafkaEnv(String bootstrap, String where, boolean inThisJvm, Process child, EmbeddedKafkaBroker embedded) {
+  private KafkaEnv(String bootstrap, String where, boolean inThisJvm, Process child, Path childDir, EmbeddedKafkaBroker embedded) {
     this.bootstrap = bootstrap;
     this.where = where;
     this.inThisJvm = inThisJvm;
     this.child = child;
+    this.childDir = childDir;
     this.embedded = embedded;
     Map<String, Object> props = new HashMap<>();
     props.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
@@ -51,13 +53,13 @@ final class KafkaEnv implements AutoCloseable {
 
   static KafkaEnv start(Options options) throws IOException, InterruptedException {
     if (options.kafkaBootstrap != null) {
-      return ready(new KafkaEnv(options.kafkaBootstrap, "external broker at " + options.kafkaBootstrap, false, null, null));
+      return ready(new KafkaEnv(options.kafkaBootstrap, "external broker at " + options.kafkaBootstrap, false, null, null, null));
     }
     if (options.kafkaInJvm) {
       EmbeddedKafkaBroker broker = EmbeddedKafkaBroker.create();
       broker.start();
       return ready(new KafkaEnv(broker.bootstrapServers(),
-          "KRaft broker in the benchmark's JVM (CPU figures include the broker's)", true, null, broker));
+          "KRaft broker in the benchmark's JVM (CPU figures include the broker's)", true, null, null, broker));
     }
     Path dir = Files.createTempDirectory("idem-bench-kafka-");
     Path bootstrapFile = dir.resolve("bootstrap");
@@ -76,7 +78,7 @@ final class KafkaEnv implements AutoCloseable {
     }
     String servers = Files.readString(bootstrapFile, StandardCharsets.UTF_8).trim();
     return ready(new KafkaEnv(servers, "KRaft broker (Kafka " + org.apache.kafka.common.utils.AppInfoParser.getVersion()
-        + ") in a child JVM, pid " + process.pid() + "; CPU figures are the consumer's JVM alone", false, process, null));
+        + ") in a child JVM, pid " + process.pid() + "; CPU figures are the consumer's JVM alone", false, process, dir, null));
   }
 
   private static KafkaEnv ready(KafkaEnv env) {
@@ -225,6 +227,14 @@ final class KafkaEnv implements AutoCloseable {
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
         child.destroyForcibly();
+      }
+      try (java.util.stream.Stream<Path> files = Files.list(childDir)) {
+        for (Path file : files.toList()) {
+          Files.deleteIfExists(file);
+        }
+        Files.deleteIfExists(childDir);
+      } catch (IOException e) {
+        // a temporary directory: best effort
       }
     }
   }
