@@ -1,0 +1,50 @@
+package dev.idem.bench;
+
+import dev.idem.Delivery;
+import reactor.core.publisher.Flux;
+
+/**
+ * One row's view of the broker, with the workload already published and unread: a fresh Kafka
+ * consumer group on the shared topic, or a fresh RabbitMQ queue filled for the row. Runs the
+ * blocking peers itself and hands out Idem's adapter for the rest.
+ */
+interface Feed extends AutoCloseable {
+
+  /** The broker alone: consume, commit offsets (Kafka, per poll) or ack (RabbitMQ, per message); no database. */
+  void brokerOnly(Progress progress, java.util.Set<String> idsSeen) throws Exception;
+
+  /** One transaction per message: dedup insert, UPDATE, COMMIT, then the offset commit or ack of that message. */
+  void jdbcPerMessage(Progress progress, Database db, Database.Tables tables) throws Exception;
+
+  /** One transaction per poll: one dedup insert returning the new ids, a JDBC batch of UPDATEs, COMMIT, then commit or ack the poll. */
+  void jdbcPerPoll(Progress progress, Database db, Database.Tables tables) throws Exception;
+
+  /** Idem's adapter for this row: KafkaSource or RabbitSource. */
+  Source idemSource(int prefetch);
+
+  /**
+   * Called when every message settled, before the consumer stops: null when the broker agrees
+   * (Kafka: the group's committed offsets reach the end), else what it saw.
+   */
+  String settledOnBroker() throws Exception;
+
+  /** Called after the consumer stopped: null when nothing is left for it (RabbitMQ: the queue is empty), else what is. */
+  String drainedAfterStop() throws Exception;
+
+  /** Drops what the row created on the broker. */
+  @Override
+  void close();
+
+  /**
+   * An adapter's deliveries and what releases it.
+   *
+   * @param deliveries subscribe once
+   * @param closer closes the source after the subscription is cancelled
+   */
+  record Source(Flux<Delivery<Payment>> deliveries, Runnable closer) implements AutoCloseable {
+    @Override
+    public void close() {
+      closer.run();
+    }
+  }
+}

@@ -1,0 +1,241 @@
+package dev.idem.bench;
+
+import dev.idem.kafka.testing.EmbeddedKafkaBroker;
+import java.io.IOException;
+import java.lang.ProcessBuilder.Redirect;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.ListOffsetsResult;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+
+/**
+ * The Kafka side: the broker (external, a KRaft broker in a child JVM, or one in this JVM), topics,
+ * publishing, and the offsets the checks read.
+ */
+final class KafkaEnv implements AutoCloseable {
+
+  private final String bootstrap;
+  private final String where;
+  private final boolean inThisJvm;
+  private final Process child;
+  private final Path childDir;
+  private final EmbeddedKafkaBroker embedded;
+  private final Admin admin;
+
+  private KafkaEnv(String bootstrap, String where, boolean inThisJvm, Process child, Path childDir, EmbeddedKafkaBroker embedded) {
+    this.bootstrap = bootstrap;
+    this.where = where;
+    this.inThisJvm = inThisJvm;
+    this.child = child;
+    this.childDir = childDir;
+    this.embedded = embedded;
+    Map<String, Object> props = new HashMap<>();
+    props.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+    this.admin = Admin.create(props);
+  }
+
+  static KafkaEnv start(Options options) throws IOException, InterruptedException {
+    if (options.kafkaBootstrap != null) {
+      return ready(new KafkaEnv(options.kafkaBootstrap, "external broker at " + options.kafkaBootstrap, false, null, null, null));
+    }
+    if (options.kafkaInJvm) {
+      EmbeddedKafkaBroker broker = EmbeddedKafkaBroker.create();
+      broker.start();
+      return ready(new KafkaEnv(broker.bootstrapServers(),
+          "KRaft broker in the benchmark's JVM (CPU figures include the broker's)", true, null, null, broker));
+    }
+    Path dir = Files.createTempDirectory("idem-bench-kafka-");
+    Path bootstrapFile = dir.resolve("bootstrap");
+    Path log = dir.resolve("broker.log");
+    Process process = Jvm.java(List.of("-Xmx1g", "-XX:+UseG1GC"), KafkaBrokerMain.class, List.of(bootstrapFile.toString()))
+        .redirectErrorStream(true).redirectOutput(Redirect.to(log.toFile())).start();
+    Runtime.getRuntime().addShutdownHook(new Thread(process::destroy, "bench-kafka-child-stop"));
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+    while (!Files.exists(bootstrapFile)) {
+      if (!process.isAlive() || System.nanoTime() > deadline) {
+        process.destroyForcibly();
+        throw new IllegalStateException("the Kafka broker's JVM did not start; its log: " + log + "\n"
+            + (Files.exists(log) ? Files.readString(log) : ""));
+      }
+      Thread.sleep(100);
+    }
+    String servers = Files.readString(bootstrapFile, StandardCharsets.UTF_8).trim();
+    return ready(new KafkaEnv(servers, "KRaft broker (Kafka " + org.apache.kafka.common.utils.AppInfoParser.getVersion()
+        + ") in a child JVM, pid " + process.pid() + "; CPU figures are the consumer's JVM alone", false, process, dir, null));
+  }
+
+  private static KafkaEnv ready(KafkaEnv env) {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+    Exception last = null;
+    while (System.nanoTime() < deadline) {
+      try {
+        if (!env.admin.describeCluster().nodes().get(5, TimeUnit.SECONDS).isEmpty()) {
+          return env;
+        }
+      } catch (Exception e) {
+        last = e;
+      }
+    }
+    env.close();
+    throw new IllegalStateException("Kafka at " + env.bootstrap + " did not answer within 60 s", last);
+  }
+
+  String bootstrap() {
+    return bootstrap;
+  }
+
+  String where() {
+    return where;
+  }
+
+  boolean inThisJvm() {
+    return inThisJvm;
+  }
+
+  void createTopic(String topic, int partitions) throws Exception {
+    admin.createTopics(List.of(new NewTopic(topic, partitions, (short) 1))).all().get(60, TimeUnit.SECONDS);
+  }
+
+  void deleteTopic(String topic) {
+    try {
+      admin.deleteTopics(List.of(topic)).all().get(60, TimeUnit.SECONDS);
+    } catch (Exception e) {
+      System.err.println("could not delete topic " + topic + ": " + e);
+    }
+  }
+
+  /** A producer of the benchmark's records: idempotent, {@code acks=all}. */
+  KafkaProducer<byte[], byte[]> producer(int lingerMs) {
+    Properties props = new Properties();
+    props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+    props.put(ProducerConfig.ACKS_CONFIG, "all");
+    props.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true);
+    props.put(ProducerConfig.LINGER_MS_CONFIG, lingerMs);
+    props.put(ProducerConfig.BATCH_SIZE_CONFIG, 256 * 1024);
+    props.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class);
+    props.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class);
+    return new KafkaProducer<>(props);
+  }
+
+  /** The record of the workload's message at {@code position}: keyed by account, id in the {@code message-id} header. */
+  static ProducerRecord<byte[], byte[]> record(String topic, Workload workload, int position, long publishedNanos) {
+    int event = workload.eventAt(position);
+    ProducerRecord<byte[], byte[]> record = new ProducerRecord<>(topic,
+        Integer.toString(workload.account(event)).getBytes(StandardCharsets.US_ASCII), workload.payment(event, publishedNanos).encode());
+    record.headers().add("message-id", Workload.id(event).getBytes(StandardCharsets.US_ASCII));
+    return record;
+  }
+
+  /** Publishes the whole workload in order and waits until the broker acknowledged every record. */
+  void publish(String topic, Workload workload) throws Exception {
+    AtomicReference<Exception> failure = new AtomicReference<>();
+    try (KafkaProducer<byte[], byte[]> producer = producer(10)) {
+      for (int i = 0; i < workload.total(); i++) {
+        producer.send(record(topic, workload, i, 0), (metadata, error) -> {
+          if (error != null) {
+            failure.compareAndSet(null, error);
+          }
+        });
+      }
+      producer.flush();
+    }
+    if (failure.get() != null) {
+      throw new IllegalStateException("publishing to " + topic + " failed", failure.get());
+    }
+    long published = endOffsets(topic).values().stream().mapToLong(Long::longValue).sum();
+    if (published != workload.total()) {
+      throw new IllegalStateException(topic + " holds " + published + " records, expected " + workload.total());
+    }
+  }
+
+  Map<Integer, Long> endOffsets(String topic) throws Exception {
+    int partitions = admin.describeTopics(List.of(topic)).allTopicNames().get(30, TimeUnit.SECONDS).get(topic).partitions().size();
+    Map<TopicPartition, OffsetSpec> request = new HashMap<>();
+    for (int p = 0; p < partitions; p++) {
+      request.put(new TopicPartition(topic, p), OffsetSpec.latest());
+    }
+    Map<TopicPartition, ListOffsetsResult.ListOffsetsResultInfo> result = admin.listOffsets(request).all().get(30, TimeUnit.SECONDS);
+    Map<Integer, Long> offsets = new HashMap<>();
+    result.forEach((tp, info) -> offsets.put(tp.partition(), info.offset()));
+    return offsets;
+  }
+
+  Map<Integer, Long> committedOffsets(String group, String topic) throws Exception {
+    Map<TopicPartition, OffsetAndMetadata> offsets = admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata()
+        .get(30, TimeUnit.SECONDS);
+    Map<Integer, Long> committed = new HashMap<>();
+    offsets.forEach((tp, om) -> {
+      if (tp.topic().equals(topic) && om != null) {
+        committed.put(tp.partition(), om.offset());
+      }
+    });
+    return committed;
+  }
+
+  /** Whether the group's committed offsets reach the end of every partition, waiting up to {@code timeout}. */
+  String awaitCommittedToEnd(String group, String topic, Duration timeout) throws Exception {
+    Map<Integer, Long> end = endOffsets(topic);
+    long deadline = System.nanoTime() + timeout.toNanos();
+    Map<Integer, Long> committed;
+    do {
+      committed = committedOffsets(group, topic);
+      if (committed.equals(end)) {
+        return null;
+      }
+      Thread.sleep(100);
+    } while (System.nanoTime() < deadline);
+    return "committed offsets " + committed + ", end offsets " + end;
+  }
+
+  /** The number of members of a group that have partitions of {@code topic} assigned, and how many partitions. */
+  int assignedPartitions(String group, String topic) throws Exception {
+    return admin.describeConsumerGroups(List.of(group)).describedGroups().get(group).get(30, TimeUnit.SECONDS).members().stream()
+        .mapToInt(m -> (int) m.assignment().topicPartitions().stream().filter(tp -> tp.topic().equals(topic)).count()).sum();
+  }
+
+  @Override
+  public void close() {
+    admin.close(Duration.ofSeconds(5));
+    if (embedded != null) {
+      embedded.destroy();
+    }
+    if (child != null) {
+      try {
+        child.getOutputStream().close();
+        if (!child.waitFor(30, TimeUnit.SECONDS)) {
+          child.destroyForcibly();
+        }
+      } catch (IOException e) {
+        child.destroyForcibly();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        child.destroyForcibly();
+      }
+      try (java.util.stream.Stream<Path> files = Files.list(childDir)) {
+        for (Path file : files.toList()) {
+          Files.deleteIfExists(file);
+        }
+        Files.deleteIfExists(childDir);
+      } catch (IOException e) {
+        // a temporary directory: best effort
+      }
+    }
+  }
+}

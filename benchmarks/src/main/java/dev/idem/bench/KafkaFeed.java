@@ -1,0 +1,185 @@
+package dev.idem.bench;
+
+import dev.idem.kafka.KafkaSource;
+import dev.idem.kafka.KafkaSourceOptions;
+import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Set;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+
+/** A row on the shared pre-published topic, read from the beginning by a consumer group of its own. */
+final class KafkaFeed implements Feed {
+
+  /** {@code max.poll.records} of the blocking peers: the Kafka client's default. */
+  static final int PEER_MAX_POLL_RECORDS = 500;
+
+  private final KafkaEnv kafka;
+  private final String topic;
+  private final String group;
+  private final Duration stall;
+
+  KafkaFeed(KafkaEnv kafka, String topic, String group, Duration stall) {
+    this.kafka = kafka;
+    this.topic = topic;
+    this.group = group;
+    this.stall = stall;
+  }
+
+  private KafkaConsumer<byte[], byte[]> consumer() {
+    Properties props = new Properties();
+    props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrap());
+    props.put(ConsumerConfig.GROUP_ID_CONFIG, group);
+    props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
+    props.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+    // as Idem's source does
+    props.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+    props.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, PEER_MAX_POLL_RECORDS);
+    props.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class);
+    props.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class);
+    KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(props);
+    consumer.subscribe(List.of(topic));
+    return consumer;
+  }
+
+  private static String id(ConsumerRecord<byte[], byte[]> record) {
+    return new String(record.headers().lastHeader("message-id").value(), StandardCharsets.US_ASCII);
+  }
+
+  /** Polls until every message settled, failing when nothing arrives for the stall time. */
+  private void pollLoop(KafkaConsumer<byte[], byte[]> consumer, Progress progress, PollHandler handler) throws Exception {
+    long lastRecord = System.nanoTime();
+    while (!progress.isDone()) {
+      ConsumerRecords<byte[], byte[]> records = consumer.poll(Duration.ofMillis(100));
+      if (records.isEmpty()) {
+        if (System.nanoTime() - lastRecord > stall.toNanos()) {
+          throw new IllegalStateException("stalled: " + progress.settled() + " messages settled, nothing polled for " + stall.toSeconds() + " s");
+        }
+        continue;
+      }
+      lastRecord = System.nanoTime();
+      progress.received();
+      handler.handle(records);
+    }
+    consumer.commitSync();
+  }
+
+  @FunctionalInterface
+  private interface PollHandler {
+    void handle(ConsumerRecords<byte[], byte[]> records) throws Exception;
+  }
+
+  @Override
+  public void brokerOnly(Progress progress, Set<String> idsSeen) throws Exception {
+    try (KafkaConsumer<byte[], byte[]> consumer = consumer()) {
+      pollLoop(consumer, progress, records -> {
+        for (ConsumerRecord<byte[], byte[]> record : records) {
+          Payment.decode(record.value());
+          idsSeen.add(id(record));
+          progress.settledOne();
+        }
+        consumer.commitAsync();
+      });
+    }
+  }
+
+  @Override
+  public void jdbcPerMessage(Progress progress, Database db, Database.Tables tables) throws Exception {
+    try (KafkaConsumer<byte[], byte[]> consumer = consumer(); Connection c = db.connect();
+        PreparedStatement dedup = c.prepareStatement("INSERT INTO " + tables.inbox() + " (consumer, message_id) VALUES (?, ?) ON CONFLICT DO NOTHING");
+        PreparedStatement credit = c.prepareStatement("UPDATE " + tables.accounts() + " SET balance = balance + ? WHERE id = ?")) {
+      c.setAutoCommit(false);
+      pollLoop(consumer, progress, records -> {
+        for (ConsumerRecord<byte[], byte[]> record : records) {
+          Payment payment = Payment.decode(record.value());
+          dedup.setString(1, "jdbc");
+          dedup.setString(2, id(record));
+          boolean fresh = dedup.executeUpdate() == 1;
+          if (fresh) {
+            credit.setLong(1, payment.amountCents());
+            credit.setInt(2, payment.account());
+            credit.executeUpdate();
+          }
+          c.commit();
+          consumer.commitAsync(Map.of(new TopicPartition(record.topic(), record.partition()), new OffsetAndMetadata(record.offset() + 1)), null);
+          progress.countEffect(fresh);
+          progress.settledOne();
+        }
+      });
+    }
+  }
+
+  @Override
+  public void jdbcPerPoll(Progress progress, Database db, Database.Tables tables) throws Exception {
+    try (KafkaConsumer<byte[], byte[]> consumer = consumer(); Connection c = db.connect();
+        PreparedStatement dedup = c.prepareStatement(JdbcSql.dedupMany(tables.inbox()));
+        PreparedStatement credit = c.prepareStatement("UPDATE " + tables.accounts() + " SET balance = balance + ? WHERE id = ?")) {
+      c.setAutoCommit(false);
+      pollLoop(consumer, progress, records -> {
+        List<String> ids = new ArrayList<>(records.count());
+        List<Payment> payments = new ArrayList<>(records.count());
+        for (ConsumerRecord<byte[], byte[]> record : records) {
+          ids.add(id(record));
+          payments.add(Payment.decode(record.value()));
+        }
+        Set<String> fresh = JdbcSql.dedupMany(c, dedup, "jdbc", ids);
+        for (int i = 0; i < ids.size(); i++) {
+          // remove(): of repeats inside one poll, only the first is applied
+          boolean applied = fresh.remove(ids.get(i));
+          if (applied) {
+            credit.setLong(1, payments.get(i).amountCents());
+            credit.setInt(2, payments.get(i).account());
+            credit.addBatch();
+          }
+          progress.countEffect(applied);
+        }
+        credit.executeBatch();
+        c.commit();
+        consumer.commitAsync();
+        for (int i = 0; i < ids.size(); i++) {
+          progress.settledOne();
+        }
+      });
+    }
+  }
+
+  @Override
+  public Source idemSource(int prefetch) {
+    KafkaSource<Payment> source = KafkaSource.create(KafkaSourceOptions.<Payment>builder()
+        .bootstrapServers(kafka.bootstrap())
+        .groupId(group)
+        .topics(topic)
+        .valueDeserializer(new Payment.KafkaDeserializer())
+        .prefetch(prefetch)
+        // lanes finish out of partition order: let settled records wait behind a slower one without pausing
+        .maxDeferredCommits(Math.max(KafkaSourceOptions.DEFAULT_MAX_DEFERRED_COMMITS, 4 * prefetch))
+        .build());
+    return new Source(source.receive(), source::close);
+  }
+
+  @Override
+  public String settledOnBroker() throws Exception {
+    return kafka.awaitCommittedToEnd(group, topic, Duration.ofSeconds(30));
+  }
+
+  @Override
+  public String drainedAfterStop() throws Exception {
+    return kafka.awaitCommittedToEnd(group, topic, Duration.ofSeconds(10));
+  }
+
+  @Override
+  public void close() {
+    // the group and the shared topic stay; the topic goes at the end of the run
+  }
+}

@@ -1,0 +1,170 @@
+package dev.idem.bench;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.Set;
+import java.util.stream.Collectors;
+
+/**
+ * The benchmark's settings, from system properties ({@code -Dname=value} on the Maven command
+ * line, which {@code exec:java} passes to the benchmark's JVM). An invalid value fails at start
+ * with a message that names the property.
+ */
+final class Options {
+
+  /** The command that runs the benchmark; options are appended as {@code -Dname=value}. */
+  static final String COMMAND = "mvn -q -pl benchmarks -am package -DskipTests exec:java";
+
+  /** Every property the benchmark reads, with its meaning, for {@code -Dhelp} and the command line it prints. */
+  static final String[][] PROPERTIES = {
+      {"mode", "throughput (default): the table; memory: drain a backlog with default settings in a child JVM and report its heap; latency: p50/p99 publish-to-settle at a fixed rate"},
+      {"broker", "kafka, rabbit or both (default both; memory mode: Kafka only)"},
+      {"messages", "distinct messages (default 200000 for Kafka and 100000 for RabbitMQ; memory 1000000)"},
+      {"duplicates", "producer duplicates as a fraction of the messages (default 0.05)"},
+      {"accounts", "accounts (default 1000)"},
+      {"partitions", "Kafka partitions (default 4)"},
+      {"rows", "only these rows, e.g. 1,2,4b (default all)"},
+      {"warmup", "messages of the untimed warm-up pass through the same rows before the timed ones, per broker (default 5000; 0: none)"},
+      {"postgres", "postgresql://user[:password]@host:port/database (default postgresql://postgres@127.0.0.1:5432/test)"},
+      {"kafka", "bootstrap servers of an external Kafka (default: a KRaft broker from Kafka's jars in a child JVM)"},
+      {"kafkaBroker", "fork (default) or jvm: where the built-in broker runs when -Dkafka is not set; jvm adds the broker's CPU to the consumer's"},
+      {"rabbit", "AMQP URI (default amqp://guest:guest@127.0.0.1:5672)"},
+      {"rabbitQueueType", "classic (default) or quorum"},
+      {"rate", "latency mode: messages per second (default 1000)"},
+      {"seconds", "latency mode: seconds of measured publishing (default 20, after 2 s of warm-up)"},
+      {"heap", "memory mode: the consumer JVM's -Xmx (default 256m)"},
+      {"stallSeconds", "a row that settles nothing for this long fails (default 120)"},
+      {"seed", "random seed of the workload (default 42)"},
+      {"profile", "true: print each row's CPU time per thread group to standard error"},
+  };
+
+  final String mode;
+  final boolean kafka;
+  final boolean rabbit;
+  final Integer messages;
+  final double duplicates;
+  final int accounts;
+  final int partitions;
+  final Set<String> rows;
+  final int warmup;
+  final String postgres;
+  final String kafkaBootstrap;
+  final boolean kafkaInJvm;
+  final String rabbitUri;
+  final boolean rabbitQuorum;
+  final int rate;
+  final int seconds;
+  final String heap;
+  final Duration stall;
+  final long seed;
+
+  private Options() {
+    mode = oneOf("mode", "throughput", "throughput", "memory", "latency");
+    String broker = oneOf("broker", "both", "kafka", "rabbit", "both");
+    kafka = !broker.equals("rabbit");
+    rabbit = !broker.equals("kafka") && !mode.equals("memory");
+    messages = System.getProperty("messages") == null ? null : positive("messages", 1);
+    duplicates = fraction("duplicates", 0.05);
+    accounts = positive("accounts", 1000);
+    partitions = positive("partitions", 4);
+    String only = System.getProperty("rows", "").trim();
+    rows = only.isEmpty() ? Set.of()
+        : Arrays.stream(only.split(",")).map(String::trim).map(s -> s.toLowerCase(Locale.ROOT)).collect(Collectors.toUnmodifiableSet());
+    warmup = System.getProperty("warmup", "").trim().equals("0") ? 0 : positive("warmup", 5000);
+    postgres = System.getProperty("postgres", "postgresql://postgres@127.0.0.1:5432/test");
+    String bootstrap = System.getProperty("kafka", "").trim();
+    kafkaBootstrap = bootstrap.isEmpty() ? null : bootstrap;
+    kafkaInJvm = oneOf("kafkaBroker", "fork", "fork", "jvm").equals("jvm");
+    rabbitUri = System.getProperty("rabbit", "amqp://guest:guest@127.0.0.1:5672");
+    rabbitQuorum = oneOf("rabbitQueueType", "classic", "classic", "quorum").equals("quorum");
+    rate = positive("rate", 1000);
+    seconds = positive("seconds", 20);
+    heap = System.getProperty("heap", "256m");
+    if (!heap.matches("[0-9]+[kKmMgG]?")) {
+      throw new IllegalArgumentException("-Dheap must be a JVM heap size such as 256m, was " + heap);
+    }
+    stall = Duration.ofSeconds(positive("stallSeconds", 120));
+    seed = Long.getLong("seed", 42L);
+  }
+
+  static Options fromSystemProperties() {
+    return new Options();
+  }
+
+  /** Distinct messages for a broker: {@code -Dmessages} or the mode's default. */
+  int messages(int defaultCount) {
+    return messages != null ? messages : defaultCount;
+  }
+
+  boolean runs(String rowId) {
+    return rows.isEmpty() || rows.contains(rowId.toLowerCase(Locale.ROOT));
+  }
+
+  /** The command line that reproduces this run: {@link #COMMAND} with every property that was set. */
+  String commandLine() {
+    List<String> parts = new ArrayList<>();
+    parts.add(COMMAND);
+    for (String[] property : PROPERTIES) {
+      String value = System.getProperty(property[0]);
+      if (value != null) {
+        parts.add("-D" + property[0] + "=" + (property[0].equals("postgres") || property[0].equals("rabbit") ? masked(value) : value));
+      }
+    }
+    return String.join(" ", parts);
+  }
+
+  static String masked(String uri) {
+    return uri.replaceAll("(//[^:/@]+:)[^@]*@", "$1***@");
+  }
+
+  static String help() {
+    StringBuilder out = new StringBuilder("Idem end-to-end benchmark. Run: " + COMMAND + " [-Dname=value ...]\n");
+    for (String[] property : PROPERTIES) {
+      out.append(String.format(Locale.ROOT, "  -D%-16s %s%n", property[0], property[1]));
+    }
+    return out.toString();
+  }
+
+  private static String oneOf(String name, String defaultValue, String... allowed) {
+    String value = System.getProperty(name, defaultValue).trim().toLowerCase(Locale.ROOT);
+    if (!Arrays.asList(allowed).contains(value)) {
+      throw new IllegalArgumentException("-D" + name + " must be one of " + String.join(", ", allowed) + ", was " + value);
+    }
+    return value;
+  }
+
+  private static int positive(String name, int defaultValue) {
+    String value = System.getProperty(name);
+    if (value == null) {
+      return defaultValue;
+    }
+    try {
+      int n = Integer.parseInt(value.trim().replace("_", "").replace(",", ""));
+      if (n < 1) {
+        throw new NumberFormatException();
+      }
+      return n;
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException("-D" + name + " must be a positive integer, was " + value, e);
+    }
+  }
+
+  private static double fraction(String name, double defaultValue) {
+    String value = System.getProperty(name);
+    if (value == null) {
+      return defaultValue;
+    }
+    try {
+      double d = Double.parseDouble(value.trim());
+      if (!(d >= 0 && d <= 1)) {
+        throw new NumberFormatException();
+      }
+      return d;
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException("-D" + name + " must be a fraction from 0 to 1, was " + value, e);
+    }
+  }
+}

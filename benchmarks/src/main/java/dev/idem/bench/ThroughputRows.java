@@ -1,0 +1,158 @@
+package dev.idem.bench;
+
+import dev.idem.IdempotentConsumer;
+import dev.idem.postgres.PostgresConnections;
+import dev.idem.postgres.PostgresInbox;
+import io.r2dbc.pool.ConnectionPool;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import reactor.core.Disposable;
+
+/**
+ * The rows of one broker, in order, on the same workload: each on a fresh feed (consumer group or
+ * queue) and fresh tables, each checked.
+ */
+final class ThroughputRows {
+
+  /** How a row gets its feed: a consumer group on the shared topic, or a filled queue. */
+  @FunctionalInterface
+  interface FeedFactory {
+    Feed open(String rowId) throws Exception;
+  }
+
+  private final String broker;
+  private final String label;
+  private final Options options;
+  private final Database db;
+  private final Database.Tables tables;
+  private final Workload workload;
+  private final FeedFactory feeds;
+
+  ThroughputRows(String broker, String label, Options options, Database db, Database.Tables tables, Workload workload, FeedFactory feeds) {
+    this.broker = broker;
+    this.label = label;
+    this.options = options;
+    this.db = db;
+    this.tables = tables;
+    this.workload = workload;
+    this.feeds = feeds;
+  }
+
+  List<RowResult> run() {
+    List<RowResult> results = new ArrayList<>();
+    row(results, "1", "broker only: consume + commit/ack, no database", RowResult.Kind.BROKER, this::brokerOnly);
+    row(results, "1b", "Idem adapter only: receive + ack, no database", RowResult.Kind.ADAPTER, this::adapterOnly);
+    row(results, "2", "JDBC loop, 1 transaction per message", RowResult.Kind.JDBC_MESSAGE, feed -> jdbc(feed, false));
+    row(results, "3", "JDBC loop, 1 transaction per poll (JDBC batch)", RowResult.Kind.JDBC_POLL, feed -> jdbc(feed, true));
+    for (IdemSetting setting : IdemSetting.throughputRows()) {
+      row(results, setting.id(), setting.label(), RowResult.Kind.IDEM, feed -> idem(feed, setting));
+    }
+    return results;
+  }
+
+  /** What a row measured and what its check observed. */
+  private record Measured(Progress progress, Checker.Observation observation) {}
+
+  @FunctionalInterface
+  private interface RowBody {
+    Measured run(Feed feed) throws Exception;
+  }
+
+  private void row(List<RowResult> results, String id, String name, RowResult.Kind kind, RowBody body) {
+    if (!options.runs(id)) {
+      return;
+    }
+    System.err.printf(Locale.ROOT, "[%s] row %s %s ...%n", label, id, name);
+    RowResult result;
+    try (Feed feed = feeds.open(id)) {
+      ThreadCpu profile = ThreadCpu.startIfEnabled();
+      Measured measured = body.run(feed);
+      if (profile != null) {
+        profile.print(label + " " + id);
+      }
+      Progress p = measured.progress();
+      result = new RowResult(broker, id, name, kind, p.settled(), p.nanos(), p.cpuNanos(), Checker.failures(workload, measured.observation()));
+    } catch (Exception | AssertionError e) {
+      result = RowResult.failed(broker, id, name, kind, e.toString());
+      e.printStackTrace();
+    }
+    results.add(result);
+    System.err.printf(Locale.ROOT, "[%s] row %s: %,.0f msg/s, %.3f CPU s/1k msg, %s%n", label, id, result.messagesPerSecond(),
+        result.cpuSecondsPerThousand(), result.ok() ? "ok" : "FAILED " + result.failures());
+  }
+
+  private Measured brokerOnly(Feed feed) throws Exception {
+    Progress progress = new Progress(workload.total());
+    Set<String> ids = new java.util.HashSet<>();
+    feed.brokerOnly(progress, ids);
+    String broker = feed.drainedAfterStop();
+    return new Measured(progress, new Checker.Observation(progress.settled(), -1, -1, 0, ids.size(), -1, null, broker == null, broker));
+  }
+
+  private Measured adapterOnly(Feed feed) throws Exception {
+    Progress progress = new Progress(workload.total());
+    Set<String> ids = ConcurrentHashMap.newKeySet();
+    String settled;
+    try (Feed.Source source = feed.idemSource(256)) {
+      Disposable running = source.deliveries()
+          .doOnNext(d -> progress.received())
+          .flatMap(d -> d.ack().thenReturn(d.id()), 256)
+          .subscribe(id -> {
+            ids.add(id);
+            progress.settledOne();
+          }, progress::failed);
+      try {
+        progress.await(options.stall);
+        settled = feed.settledOnBroker();
+      } finally {
+        running.dispose();
+      }
+    }
+    String drained = settled != null ? settled : feed.drainedAfterStop();
+    return new Measured(progress, new Checker.Observation(progress.settled(), -1, -1, 0, ids.size(), -1, null, drained == null, drained));
+  }
+
+  private Measured jdbc(Feed feed, boolean perPoll) throws Exception {
+    db.reset(tables, workload.accounts());
+    Progress progress = new Progress(workload.total());
+    if (perPoll) {
+      feed.jdbcPerPoll(progress, db, tables);
+    } else {
+      feed.jdbcPerMessage(progress, db, tables);
+    }
+    String drained = feed.drainedAfterStop();
+    return new Measured(progress, observe(progress, drained));
+  }
+
+  private Measured idem(Feed feed, IdemSetting setting) throws Exception {
+    db.reset(tables, workload.accounts());
+    Progress progress = new Progress(workload.total());
+    ConnectionPool pool = PostgresConnections.pool(db.r2dbcUrl(), setting.concurrency());
+    String settled;
+    try {
+      IdempotentConsumer<Payment> consumer = setting.consumer("idem-" + setting.id(), PostgresInbox.create(pool, tables.inbox()), tables.accounts());
+      try (Feed.Source source = feed.idemSource(setting.prefetch())) {
+        Disposable running = consumer.process(source.deliveries().doOnNext(d -> progress.received()))
+            .subscribe(progress::settled, progress::failed);
+        try {
+          progress.await(options.stall);
+          settled = feed.settledOnBroker();
+        } finally {
+          running.dispose();
+        }
+      }
+    } finally {
+      pool.dispose();
+    }
+    String drained = settled != null ? settled : feed.drainedAfterStop();
+    return new Measured(progress, observe(progress, drained));
+  }
+
+  private Checker.Observation observe(Progress progress, String brokerProblem) throws Exception {
+    return new Checker.Observation(progress.settled(), progress.processed(), progress.duplicates(), progress.deadLettered(), -1,
+        db.dedupRows(tables), db.balances(tables), brokerProblem == null, brokerProblem);
+  }
+}
