@@ -16,7 +16,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.producer.ProducerRecord;
-import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import reactor.core.Disposable;
 
 /**
@@ -28,8 +29,9 @@ class KafkaCrashIntegrationTests {
   private static final Duration TIMEOUT = Duration.ofSeconds(120);
   private static final int MESSAGES = 3_000;
 
-  @Test
-  void consumerKilledMidStreamAndRestartedMissesNoEffectAndAppliesNoneTwice() throws Exception {
+  @ParameterizedTest(name = "maxBatchSize {0}")
+  @ValueSource(ints = {1, 32})
+  void consumerKilledMidStreamAndRestartedMissesNoEffectAndAppliesNoneTwice(int maxBatchSize) throws Exception {
     try (Scenario s = new Scenario("crash", 2)) {
       List<ProducerRecord<byte[], byte[]>> records = new ArrayList<>();
       for (int i = 0; i < MESSAGES; i++) {
@@ -42,7 +44,7 @@ class KafkaCrashIntegrationTests {
       long before = 0;
       for (int round = 1; round <= 2; round++) {
         long threshold = before + 300;
-        Process process = ConsumerProcess.start(s.kafka.bootstrapServers(), s.topic, s.group, s.consumer, s.table, s.pg.url(), log);
+        Process process = ConsumerProcess.start(s.kafka.bootstrapServers(), s.topic, s.group, s.consumer, s.table, s.pg.url(), log, maxBatchSize);
         try {
           await().atMost(TIMEOUT).until(() -> s.effects() >= threshold || !process.isAlive());
           assertThat(process.isAlive()).as("consumer process alive (see %s)", log).isTrue();
@@ -56,7 +58,7 @@ class KafkaCrashIntegrationTests {
       }
 
       IdempotentConsumer<String> consumer = IdempotentConsumer.<String>named(s.consumer)
-          .inbox(s.inbox).handler(s.recordingHandler()).concurrency(8).ordering(Ordering.UNORDERED).build();
+          .inbox(s.inbox).handler(s.recordingHandler()).concurrency(8).ordering(Ordering.UNORDERED).maxBatchSize(maxBatchSize).build();
       try (KafkaSource<String> source = KafkaSource.create(s.options().build())) {
         Disposable running = consumer.process(source.receive()).subscribe();
         try {

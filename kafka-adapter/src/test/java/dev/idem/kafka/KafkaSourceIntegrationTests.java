@@ -18,6 +18,8 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import reactor.core.Disposable;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
@@ -27,8 +29,9 @@ class KafkaSourceIntegrationTests {
 
   private static final Duration TIMEOUT = Duration.ofSeconds(120);
 
-  @Test
-  void tenThousandMessagesWithTenPercentPublishedTwiceHaveExactlyOneEffectEachAndCommitToTheEnd() {
+  @ParameterizedTest(name = "maxBatchSize {0}")
+  @ValueSource(ints = {1, 64})
+  void tenThousandMessagesWithTenPercentPublishedTwiceHaveExactlyOneEffectEachAndCommitToTheEnd(int maxBatchSize) {
     try (Scenario s = new Scenario("bulk", 4)) {
       List<ProducerRecord<byte[], byte[]>> records = new ArrayList<>();
       for (int i = 0; i < 10_000; i++) {
@@ -41,7 +44,7 @@ class KafkaSourceIntegrationTests {
       s.kafka.sendAll(records);
       IdempotentConsumer<String> consumer = IdempotentConsumer.<String>named(s.consumer)
           .inbox(s.inbox).handler(s.recordingHandler())
-          .concurrency(12).prefetch(256).ordering(Ordering.UNORDERED)
+          .concurrency(12).prefetch(256).ordering(Ordering.UNORDERED).maxBatchSize(maxBatchSize)
           .build();
       AtomicLong duplicates = new AtomicLong();
       try (KafkaSource<String> source = KafkaSource.create(s.options().prefetch(500).build())) {

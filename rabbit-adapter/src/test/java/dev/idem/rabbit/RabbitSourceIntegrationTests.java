@@ -17,6 +17,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import reactor.core.publisher.Mono;
 
 /** The source against the real RabbitMQ and PostgreSQL: dedup, crash between commit and ack, prefetch. */
@@ -24,8 +26,9 @@ class RabbitSourceIntegrationTests {
 
   private static final Duration PATIENCE = Duration.ofSeconds(120);
 
-  @Test
-  void fiveThousandMessagesWithTenPercentPublishedTwiceHaveExactlyFiveThousandEffects() throws Exception {
+  @ParameterizedTest(name = "maxBatchSize {0}")
+  @ValueSource(ints = {1, 32})
+  void fiveThousandMessagesWithTenPercentPublishedTwiceHaveExactlyFiveThousandEffects(int maxBatchSize) throws Exception {
     try (RabbitFixture f = new RabbitFixture("rq_dedup", RabbitTopology.QueueType.CLASSIC)) {
       int unique = 5_000;
       List<RabbitService.Message> messages = new ArrayList<>();
@@ -37,7 +40,8 @@ class RabbitSourceIntegrationTests {
       }
       f.rabbit.publish(f.queue, messages);
       RabbitSource<String> source = f.source(f.options().prefetch(64).build());
-      f.run(source, f.consumer(f.recordingHandler()).concurrency(16).prefetch(64).ordering(Ordering.UNORDERED).build());
+      f.run(source, f.consumer(f.recordingHandler()).concurrency(16).prefetch(64).ordering(Ordering.UNORDERED)
+          .maxBatchSize(maxBatchSize).build());
 
       await().atMost(PATIENCE).pollInterval(Duration.ofMillis(500)).untilAsserted(() -> {
         assertThat(f.outcomes(Outcome.Status.PROCESSED) + f.outcomes(Outcome.Status.DUPLICATE)).isEqualTo(messages.size());
@@ -60,8 +64,9 @@ class RabbitSourceIntegrationTests {
     }
   }
 
-  @Test
-  void crashBetweenCommitAndAckRedeliversDuplicatesThatAreAckedWithOneEffectEach() throws Exception {
+  @ParameterizedTest(name = "maxBatchSize {0}")
+  @ValueSource(ints = {1, 32})
+  void crashBetweenCommitAndAckRedeliversDuplicatesThatAreAckedWithOneEffectEach(int maxBatchSize) throws Exception {
     try (RabbitFixture f = new RabbitFixture("rq_crash", RabbitTopology.QueueType.CLASSIC)) {
       int count = 40;
       List<RabbitService.Message> messages = new ArrayList<>();
@@ -72,7 +77,7 @@ class RabbitSourceIntegrationTests {
 
       // First life: every transaction commits, then the process "dies" before any ack.
       RabbitSource<String> first = f.source(f.options().prefetch(64).build());
-      IdempotentConsumer<String> pipeline = f.consumer(f.recordingHandler()).build();
+      IdempotentConsumer<String> pipeline = f.consumer(f.recordingHandler()).maxBatchSize(maxBatchSize).build();
       f.run(first.receive().<Delivery<String>>map(LostAck::new), pipeline);
       await().atMost(PATIENCE).until(() -> f.effectRows() == count);
       assertThat(f.outcomes).isEmpty();

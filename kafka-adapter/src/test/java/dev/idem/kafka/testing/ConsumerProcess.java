@@ -35,14 +35,15 @@ public final class ConsumerProcess {
    * @param table the business table
    * @param postgresUrl the R2DBC URL of the database
    * @param log where the process writes its output
+   * @param maxBatchSize the consumer's micro-batch size (1: per-message transactions)
    * @return the running process
    */
   public static Process start(String bootstrapServers, String topic, String group, String consumer, String table,
-      String postgresUrl, Path log) {
+      String postgresUrl, Path log, int maxBatchSize) {
     String java = ProcessHandle.current().info().command().orElse("java");
     List<String> command = new ArrayList<>(List.of(java, "-Xmx256m", "-XX:TieredStopAtLevel=1",
         "-cp", System.getProperty("java.class.path"), ConsumerProcess.class.getName(),
-        bootstrapServers, topic, group, consumer, table, postgresUrl));
+        bootstrapServers, topic, group, consumer, table, postgresUrl, Integer.toString(maxBatchSize)));
     try {
       File logFile = log.toFile();
       return new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(logFile)).start();
@@ -54,7 +55,7 @@ public final class ConsumerProcess {
   /**
    * Runs the consumer until the process is killed.
    *
-   * @param args bootstrap servers, topic, group, consumer name, table, R2DBC URL
+   * @param args bootstrap servers, topic, group, consumer name, table, R2DBC URL, maximum batch size
    * @throws InterruptedException never in practice
    */
   public static void main(String[] args) throws InterruptedException {
@@ -71,6 +72,8 @@ public final class ConsumerProcess {
                 .bind(0, tx.messageId()).bind(1, payload).execute()))
         .concurrency(4)
         .ordering(Ordering.UNORDERED)
+        .maxBatchSize(Integer.parseInt(args[6]))
+        .prefetch(128)
         .build();
     KafkaSource<String> source = KafkaSource.create(KafkaSourceOptions.<String>builder()
         .bootstrapServers(bootstrap).groupId(group).topics(topic)
