@@ -47,14 +47,29 @@ public final class SqlScripts {
    * @return the renamed script
    */
   public static String rename(String script, String baseName, String table) {
+    return rename(script, baseName, table, false);
+  }
+
+  /**
+   * As {@link #rename(String, String, String)}, but derived names (tables, functions) get the
+   * table's schema too when {@code qualifyDerived} is set; index names must not be qualified.
+   *
+   * @param script the template
+   * @param baseName the name used in the template
+   * @param table the validated table name
+   * @param qualifyDerived whether derived names get the table's schema
+   * @return the renamed script
+   */
+  public static String rename(String script, String baseName, String table, boolean qualifyDerived) {
     Identifiers.requireSqlIdentifier("table", table);
     String unqualified = unqualified(table);
+    String schema = qualifyDerived && table.contains(".") ? table.substring(0, table.indexOf('.') + 1) : "";
     Matcher names = Pattern.compile("\\b" + Pattern.quote(baseName) + "(\\w*)\\b").matcher(script);
     StringBuilder out = new StringBuilder();
     while (names.find()) {
       String suffix = names.group(1);
-      String replacement = suffix.isEmpty() ? table : unqualified + suffix;
-      Identifiers.requireSqlIdentifier("derived name", replacement);
+      String replacement = suffix.isEmpty() ? table : schema + unqualified + suffix;
+      Identifiers.requireSqlIdentifier("derived name", replacement + (suffix.endsWith("_p") ? "99" : ""));
       names.appendReplacement(out, Matcher.quoteReplacement(replacement));
     }
     names.appendTail(out);
