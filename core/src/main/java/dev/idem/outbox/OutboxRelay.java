@@ -189,16 +189,31 @@ public final class OutboxRelay {
     });
   }
 
-  /** One claim loop: a round, then at once another if it was full, else a wait for a notification, the poll or a due retry. */
+  /**
+   * One claim loop: a round, then at once another while rounds find rows (sending a key's row
+   * makes its next row due, and a full batch may leave more), else a wait for a notification,
+   * the poll or the earliest retry this loop scheduled.
+   */
   private Flux<OutboxMessage> worker(int index, Wakeup wakeup) {
     RetryWarnings warnings = new RetryWarnings(log, "Outbox relay '" + name + "' (worker " + index + "): claim, publish and mark",
         WARNING_INTERVAL);
+    Instant[] nextDue = new Instant[1];
     return Flux.defer(() -> {
       long seen = wakeup.version();
       return round()
           .flatMapMany(round -> {
             warnings.succeeded();
-            Mono<OutboxMessage> next = round.full() ? Mono.empty() : wakeup.await(seen, round.waitAtMost(pollInterval)).then(Mono.empty());
+            if (round.nextDue() != null && (nextDue[0] == null || round.nextDue().isBefore(nextDue[0]))) {
+              nextDue[0] = round.nextDue();
+            }
+            Mono<OutboxMessage> next = Mono.empty();
+            if (round.sent().isEmpty() && !round.full()) {
+              Duration wait = waitAtMost(nextDue[0]);
+              if (nextDue[0] != null && !nextDue[0].isAfter(Instant.now().plus(wait))) {
+                nextDue[0] = null;
+              }
+              next = wakeup.await(seen, wait).then(Mono.empty());
+            }
             return Flux.fromIterable(round.sent()).concatWith(next);
           })
           .onErrorResume(error -> !JvmErrors.isFatal(error), error -> {
@@ -208,17 +223,17 @@ public final class OutboxRelay {
     }).repeat();
   }
 
-  /** The outcome of one committed round. */
-  private record Round(List<OutboxMessage> sent, int claimed, Instant nextDue, boolean full) {
-
-    Duration waitAtMost(Duration poll) {
-      if (nextDue == null) {
-        return poll;
-      }
-      Duration untilDue = Duration.between(Instant.now(), nextDue);
-      return untilDue.isNegative() ? Duration.ZERO : untilDue.compareTo(poll) < 0 ? untilDue : poll;
+  /** The poll interval, or less when a retry is due sooner. */
+  private Duration waitAtMost(Instant nextDue) {
+    if (nextDue == null) {
+      return pollInterval;
     }
+    Duration untilDue = Duration.between(Instant.now(), nextDue);
+    return untilDue.isNegative() ? Duration.ZERO : untilDue.compareTo(pollInterval) < 0 ? untilDue : pollInterval;
   }
+
+  /** The outcome of one committed round. */
+  private record Round(List<OutboxMessage> sent, int claimed, Instant nextDue, boolean full) {}
 
   private Mono<Round> round() {
     List<Failure> failures = new ArrayList<>();
