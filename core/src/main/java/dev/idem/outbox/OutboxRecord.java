@@ -132,7 +132,7 @@ public final class OutboxRecord {
     }
 
     /**
-     * The ordering key: with {@link OutboxRelay.Ordering#BY_KEY} (the default) rows of one key are
+     * The ordering key: with {@link RelayOrdering#BY_KEY} (the default) rows of one key are
      * sent one at a time in sequence order. Kafka uses it as the record key. Default none.
      *
      * @param key not blank, no NUL character; {@code null} for none
