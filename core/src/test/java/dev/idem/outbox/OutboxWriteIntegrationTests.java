@@ -78,8 +78,9 @@ class OutboxWriteIntegrationTests {
         .process(Flux.just(first, first.redelivered(), first.redelivered()))
         .collectList().block(TIMEOUT);
 
+    // Deliveries without an ordering key may overlap: which one is processed is not fixed, that one is.
     assertThat(outcomes).extracting(Outcome::status)
-        .containsExactly(Outcome.Status.PROCESSED, Outcome.Status.DUPLICATE, Outcome.Status.DUPLICATE);
+        .containsExactlyInAnyOrder(Outcome.Status.PROCESSED, Outcome.Status.DUPLICATE, Outcome.Status.DUPLICATE);
     assertThat(postgres.count("SELECT count(*) FROM " + effects)).isEqualTo(1);
     List<Map<String, Object>> rows = outboxRows();
     assertThat(rows).hasSize(1);
