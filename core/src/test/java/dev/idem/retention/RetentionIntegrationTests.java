@@ -41,6 +41,7 @@ class RetentionIntegrationTests {
   private final PostgresService postgres = PostgresService.get();
   private final List<Disposable> running = new ArrayList<>();
   private final List<String> tables = new ArrayList<>();
+  private final List<String> functions = new ArrayList<>();
   private ConnectionPool pool;
   private String consumer;
   private String effects;
@@ -57,6 +58,7 @@ class RetentionIntegrationTests {
   void tearDown() {
     running.forEach(Disposable::dispose);
     tables.forEach(t -> postgres.execute("DROP TABLE IF EXISTS " + t + " CASCADE"));
+    functions.forEach(f -> postgres.execute("DROP FUNCTION IF EXISTS " + f));
     pool.dispose();
   }
 
@@ -75,6 +77,7 @@ class RetentionIntegrationTests {
   private PostgresInbox rotatingInbox(Duration window, int periods) {
     String name = table("rinbox");
     tables.add(name + "_layout");
+    functions.add(name + "_record(text, text[])");
     PostgresInbox inbox = PostgresInbox.rotating(pool, name, window, periods);
     inbox.createSchemaIfAbsent().block(TIMEOUT);
     return inbox;
