@@ -1,6 +1,9 @@
 package dev.idem;
 
+import dev.idem.outbox.OutboxRecord;
+import dev.idem.outbox.PostgresOutbox;
 import io.r2dbc.spi.Connection;
+import reactor.core.publisher.Mono;
 
 /**
  * The message's transaction as the handler sees it: SQL runs on the same connection, inside the
@@ -20,6 +23,19 @@ public interface Tx {
    */
   default Sql sql(String sql) {
     return new Sql(connection().createStatement(sql));
+  }
+
+  /**
+   * Writes an outbox row in this transaction: it commits with the dedup row and the business
+   * change, or not at all. A duplicate delivery does not run the handler, so it writes no row.
+   * After commit an {@link dev.idem.outbox.OutboxRelay} sends it with its stable message id.
+   *
+   * @param outbox the outbox table
+   * @param record the message
+   * @return the row's message id, once the row is written
+   */
+  default Mono<String> outbox(PostgresOutbox outbox, OutboxRecord record) {
+    return outbox.add(connection(), record);
   }
 
   /**

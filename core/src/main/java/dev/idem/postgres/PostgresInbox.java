@@ -1,6 +1,7 @@
 package dev.idem.postgres;
 
 import dev.idem.internal.Identifiers;
+import dev.idem.internal.SqlScripts;
 import io.r2dbc.spi.Connection;
 import io.r2dbc.spi.ConnectionFactory;
 import java.io.IOException;
@@ -36,6 +37,8 @@ public final class PostgresInbox {
   public static final String DEFAULT_TABLE = "processed_messages";
   /** The migration on the classpath. */
   public static final String MIGRATION_RESOURCE = "/db/idem/V1__idem_processed_messages.sql";
+  /** The rotating layout's migration on the classpath. */
+  public static final String ROTATING_MIGRATION_RESOURCE = "/db/idem/rotating/V1__idem_processed_messages_rotating.sql";
   /** Rows removed per statement by {@link #purgeOlderThan}: {@value}. */
   public static final int PURGE_BATCH_SIZE = 5_000;
 
@@ -45,13 +48,20 @@ public final class PostgresInbox {
   private final String table;
   private final String insertSql;
   private final String insertManySql;
+  private final RotatingLayout layout;
 
-  private PostgresInbox(ConnectionFactory connectionFactory, String table) {
+  private PostgresInbox(ConnectionFactory connectionFactory, String table, RotatingLayout layout) {
     this.connectionFactory = Objects.requireNonNull(connectionFactory, "connectionFactory");
     this.table = Identifiers.requireSqlIdentifier("table", table);
-    this.insertSql = "INSERT INTO " + table + " (consumer, message_id) VALUES ($1, $2) ON CONFLICT DO NOTHING";
-    this.insertManySql = "INSERT INTO " + table + " (consumer, message_id) SELECT $1, id FROM unnest($2::text[]) AS ids(id) ORDER BY id"
-        + " ON CONFLICT DO NOTHING RETURNING message_id";
+    this.layout = layout;
+    if (layout == null) {
+      this.insertSql = "INSERT INTO " + table + " (consumer, message_id) VALUES ($1, $2) ON CONFLICT DO NOTHING";
+      this.insertManySql = "INSERT INTO " + table + " (consumer, message_id) SELECT $1, id FROM unnest($2::text[]) AS ids(id) ORDER BY id"
+          + " ON CONFLICT DO NOTHING RETURNING message_id";
+    } else {
+      this.insertSql = "SELECT id FROM " + table + "_record($1, ARRAY[$2]::text[]) AS id";
+      this.insertManySql = "SELECT id FROM " + table + "_record($1, $2::text[]) AS id";
+    }
   }
 
   /**
@@ -62,7 +72,7 @@ public final class PostgresInbox {
    * @return the inbox
    */
   public static PostgresInbox create(ConnectionFactory connectionFactory) {
-    return new PostgresInbox(connectionFactory, DEFAULT_TABLE);
+    return new PostgresInbox(connectionFactory, DEFAULT_TABLE, null);
   }
 
   /**
@@ -74,7 +84,46 @@ public final class PostgresInbox {
    * @throws IllegalArgumentException when {@code table} is not a plain identifier
    */
   public static PostgresInbox create(ConnectionFactory connectionFactory, String table) {
-    return new PostgresInbox(connectionFactory, table);
+    return new PostgresInbox(connectionFactory, table, null);
+  }
+
+  /**
+   * An inbox with the {@link RotatingLayout} for high volumes: old ids leave in O(1) by
+   * {@code TRUNCATE} of whole slot partitions (run by {@code dev.idem.retention.Retention}), and
+   * every id stays unique inside the window. See {@link RotatingLayout} for the exact guarantee
+   * and the costs. The schema ships as {@value #ROTATING_MIGRATION_RESOURCE}.
+   *
+   * @param connectionFactory a PostgreSQL connection factory
+   * @param table a plain SQL identifier, optionally schema-qualified; slot partitions are named
+   *     {@code <table>_p0}, {@code <table>_p1}, ...
+   * @param window how long ids are kept at least
+   * @param periods how many periods the window spans (slots are {@code periods + 2})
+   * @return the inbox
+   */
+  public static PostgresInbox rotating(ConnectionFactory connectionFactory, String table, Duration window, int periods) {
+    return new PostgresInbox(connectionFactory, table, new RotatingLayout(window, periods));
+  }
+
+  /**
+   * The rotating layout, when this inbox has one.
+   *
+   * @return the layout, or {@code null} for the plain table
+   */
+  public RotatingLayout rotatingLayout() {
+    return layout;
+  }
+
+  /**
+   * The partition of a slot of the rotating layout.
+   *
+   * @param slot from 0 to {@code slots - 1}
+   * @return the partition's table name
+   */
+  public String slotPartition(int slot) {
+    if (layout == null || slot < 0 || slot >= layout.slots()) {
+      throw new IllegalArgumentException("no slot " + slot + " in " + this);
+    }
+    return table + "_p" + slot;
   }
 
   /**
@@ -104,6 +153,11 @@ public final class PostgresInbox {
    * @return {@code true} when the row was inserted (first time), {@code false} for a duplicate
    */
   public Mono<Boolean> record(Connection connection, String consumer, String messageId) {
+    if (layout != null) {
+      return Flux.from(connection.createStatement(insertSql).bind(0, consumer).bind(1, messageId).execute())
+          .concatMap(result -> result.map(row -> row.get(0, String.class)))
+          .hasElements();
+    }
     return Flux.from(connection.createStatement(insertSql).bind(0, consumer).bind(1, messageId).execute())
         .concatMap(result -> Mono.from(result.getRowsUpdated()))
         .reduce(0L, Long::sum)
@@ -138,7 +192,7 @@ public final class PostgresInbox {
     return Mono.usingWhen(connectionFactory.create(),
         connection -> Flux.fromIterable(statements)
             .concatMap(sql -> Flux.from(connection.createStatement(sql).execute()).concatMap(r -> r.getRowsUpdated()))
-            .then(),
+            .then(layout == null ? Mono.empty() : checkLayout(connection)),
         Connection::close)
         // Two sessions racing on CREATE ... IF NOT EXISTS can still collide in the catalog.
         .retry(2);
@@ -154,6 +208,9 @@ public final class PostgresInbox {
    */
   public Mono<Long> purgeOlderThan(Duration retention) {
     Objects.requireNonNull(retention, "retention");
+    if (layout != null) {
+      throw new UnsupportedOperationException("the rotating inbox " + table + " is emptied slot by slot by dev.idem.retention.Retention");
+    }
     if (retention.isNegative() || retention.isZero()) {
       throw new IllegalArgumentException("retention must be positive, was " + retention);
     }
@@ -175,6 +232,14 @@ public final class PostgresInbox {
    * ({@code processed_messages_processed_at_idx}, which PostgreSQL puts in the table's schema).
    */
   List<String> schemaStatements() {
+    if (layout != null) {
+      List<String> rotating = new java.util.ArrayList<>(SqlScripts.statements(
+          SqlScripts.rename(SqlScripts.read(ROTATING_MIGRATION_RESOURCE), "processed_messages_rotating", table, true)));
+      // The layout row goes in before the last statement, the block that creates the slot partitions.
+      rotating.add(rotating.size() - 1, "INSERT INTO " + table + "_layout (period_ms, slots) VALUES ("
+          + layout.period().toMillis() + ", " + layout.slots() + ") ON CONFLICT DO NOTHING");
+      return rotating;
+    }
     String unqualified = table.contains(".") ? table.substring(table.indexOf('.') + 1) : table;
     Matcher names = TEMPLATE_NAMES.matcher(readMigration());
     StringBuilder script = new StringBuilder();
@@ -185,6 +250,17 @@ public final class PostgresInbox {
     names.appendTail(script);
     String withoutComments = script.toString().lines().filter(line -> !line.trim().startsWith("--")).collect(Collectors.joining("\n"));
     return Arrays.stream(withoutComments.split(";")).map(String::trim).filter(s -> !s.isEmpty()).toList();
+  }
+
+  /** The database's layout row must be the configured one: a changed period or slot count would mix slots. */
+  private Mono<Void> checkLayout(Connection connection) {
+    return Flux.from(connection.createStatement("SELECT period_ms, slots FROM " + table + "_layout").execute())
+        .concatMap(result -> result.map(row -> new long[] {row.get(0, Long.class), row.get(1, Integer.class)}))
+        .next()
+        .flatMap(found -> found[0] == layout.period().toMillis() && found[1] == layout.slots() ? Mono.<Void>empty()
+            : Mono.<Void>error(new IllegalStateException("the rotating inbox " + table + " was created with a period of " + found[0]
+                + " ms and " + found[1] + " slots, but is configured with " + layout.period().toMillis() + " ms and " + layout.slots()
+                + " slots (window " + layout.window() + ", periods " + layout.periods() + "); use the original settings or a new table")));
   }
 
   private static String readMigration() {
@@ -200,6 +276,6 @@ public final class PostgresInbox {
 
   @Override
   public String toString() {
-    return "PostgresInbox[table=" + table + "]";
+    return "PostgresInbox[table=" + table + (layout == null ? "" : ", " + layout) + "]";
   }
 }

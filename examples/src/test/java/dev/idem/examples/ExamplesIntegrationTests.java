@@ -4,7 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.idem.Outcome;
 import dev.idem.examples.payments.PaymentsDemo;
-import dev.idem.examples.refunds.RefundNotificationsExample;
 import dev.idem.examples.replay.DeadLetterReplayExample;
 import dev.idem.kafka.testing.KafkaService;
 import dev.idem.testing.PostgresService;
@@ -17,7 +16,7 @@ import org.junit.jupiter.api.Test;
  */
 class ExamplesIntegrationTests {
 
-  private static DemoEnvironment environment(String... extra) {
+  static DemoEnvironment environment(String... extra) {
     String[] base = {
         "--postgres=" + PostgresService.get().url(),
         "--kafka=" + KafkaService.get().bootstrapServers()};
@@ -40,18 +39,6 @@ class ExamplesIntegrationTests {
     assertThat(report.balancesMatch()).isTrue();
     assertThat(report.offsetsAtEnd()).isTrue();
     assertThat(report.ok()).isTrue();
-  }
-
-  @Test
-  void refundNotificationsWriteOneOutboxRowPerRefundDespiteRedeliveries() {
-    RefundNotificationsExample.Report report = RefundNotificationsExample.run(environment("--refunds=100"));
-
-    assertThat(report.refunds()).isEqualTo(100);
-    assertThat(report.published()).isEqualTo(110);
-    assertThat(report.processed()).isEqualTo(100);
-    assertThat(report.duplicates()).isEqualTo(10);
-    assertThat(report.notifications()).isEqualTo(100);
-    assertThat(report.maxNotificationsPerRefund()).isEqualTo(1);
   }
 
   @Test

@@ -1,0 +1,284 @@
+package dev.idem.retention;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+import dev.idem.ConsumerMetrics;
+import dev.idem.Delivery;
+import dev.idem.Handler;
+import dev.idem.IdempotentConsumer;
+import dev.idem.Ordering;
+import dev.idem.Outcome;
+import dev.idem.micrometer.MicrometerRetentionMetrics;
+import dev.idem.outbox.OutboxRecord;
+import dev.idem.outbox.PostgresOutbox;
+import dev.idem.postgres.PostgresInbox;
+import dev.idem.testing.OutboxTesting;
+import dev.idem.testing.PostgresService;
+import dev.idem.testing.TestDelivery;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.r2dbc.pool.ConnectionPool;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.stream.IntStream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import reactor.core.Disposable;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Schedulers;
+
+/** Retention of processed ids and sent outbox rows against a real PostgreSQL. */
+class RetentionIntegrationTests {
+
+  private static final Duration TIMEOUT = Duration.ofSeconds(120);
+
+  private final PostgresService postgres = PostgresService.get();
+  private final List<Disposable> running = new ArrayList<>();
+  private final List<String> tables = new ArrayList<>();
+  private final List<String> functions = new ArrayList<>();
+  private ConnectionPool pool;
+  private String consumer;
+  private String effects;
+
+  @BeforeEach
+  void setUp() {
+    pool = postgres.pool(12);
+    consumer = PostgresService.uniqueName("consumer");
+    effects = table("effects");
+    postgres.execute("CREATE TABLE " + effects + " (message_id text NOT NULL, at timestamptz NOT NULL DEFAULT now())");
+  }
+
+  @AfterEach
+  void tearDown() {
+    running.forEach(Disposable::dispose);
+    tables.forEach(t -> postgres.execute("DROP TABLE IF EXISTS " + t + " CASCADE"));
+    functions.forEach(f -> postgres.execute("DROP FUNCTION IF EXISTS " + f));
+    pool.dispose();
+  }
+
+  private String table(String prefix) {
+    String name = PostgresService.uniqueName(prefix);
+    tables.add(name);
+    return name;
+  }
+
+  private PostgresInbox plainInbox() {
+    PostgresInbox inbox = PostgresInbox.create(pool, table("inbox"));
+    inbox.createSchemaIfAbsent().block(TIMEOUT);
+    return inbox;
+  }
+
+  private PostgresInbox rotatingInbox(Duration window, int periods) {
+    String name = table("rinbox");
+    tables.add(name + "_layout");
+    functions.add(name + "_record(text, text[])");
+    PostgresInbox inbox = PostgresInbox.rotating(pool, name, window, periods);
+    inbox.createSchemaIfAbsent().block(TIMEOUT);
+    return inbox;
+  }
+
+  private Handler<Integer> recordEffect() {
+    return (value, tx) -> tx.sql("INSERT INTO " + effects + " (message_id) VALUES ($1)").bind(0, tx.messageId()).execute();
+  }
+
+  private IdempotentConsumer<Integer> consumer(PostgresInbox inbox, ConsumerMetrics metrics) {
+    return IdempotentConsumer.<Integer>named(consumer).inbox(inbox).handler(recordEffect()).concurrency(4)
+        .ordering(Ordering.UNORDERED).metrics(metrics).build();
+  }
+
+  private void insertOldIds(PostgresInbox inbox, int n, String age) {
+    postgres.execute("INSERT INTO " + inbox.table() + " (consumer, message_id, processed_at) SELECT '" + consumer + "', 'old-' || i, now() - interval '"
+        + age + "' FROM generate_series(1, " + n + ") AS i");
+  }
+
+  private long inboxRows(PostgresInbox inbox, String like) {
+    return postgres.count("SELECT count(*) FROM " + inbox.table() + " WHERE message_id LIKE $1", like);
+  }
+
+  @Test
+  void tinyWindowRemovesOldIdsInBoundedBatchesAndKeepsYoungOnes() {
+    PostgresInbox inbox = plainInbox();
+    insertOldIds(inbox, 2_500, "2 hours");
+    consumer(inbox, ConsumerMetrics.NONE).process(Flux.range(0, 50).map(i -> TestDelivery.of("young-" + i, i))).blockLast(TIMEOUT);
+    SimpleMeterRegistry registry = new SimpleMeterRegistry();
+
+    CleanupReport report = Retention.builder().inbox(inbox, Duration.ofHours(1)).batchSize(1_000)
+        .metrics(new MicrometerRetentionMetrics(registry)).build().cleanupOnce().block(TIMEOUT);
+
+    assertThat(inboxRows(inbox, "old-%")).isZero();
+    assertThat(inboxRows(inbox, "young-%")).isEqualTo(50);
+    assertThat(report.tables()).singleElement().satisfies(t -> {
+      assertThat(t.removed()).isEqualTo(2_500);
+      assertThat(t.batches()).isEqualTo(3);
+      assertThat(t.oldestKept()).isLessThan(Duration.ofHours(1));
+    });
+    assertThat(registry.get(MicrometerRetentionMetrics.REMOVED).counter().count()).isEqualTo(2_500.0);
+    assertThat(registry.get(MicrometerRetentionMetrics.BATCH).timer().count()).isEqualTo(3);
+    assertThat(registry.get(MicrometerRetentionMetrics.OLDEST_KEPT_AGE).gauge().value()).isLessThan(3_600.0);
+  }
+
+  @Test
+  void redeliveryOfAnIdInsideTheWindowIsStillADuplicateAfterCleanup() {
+    PostgresInbox inbox = plainInbox();
+    IdempotentConsumer<Integer> pipeline = consumer(inbox, ConsumerMetrics.NONE);
+    TestDelivery<Integer> first = TestDelivery.of("refund-9", 9);
+    pipeline.process(Flux.just(first)).blockLast(TIMEOUT);
+
+    Retention.builder().inbox(inbox, Duration.ofSeconds(30)).build().cleanupOnce().block(TIMEOUT);
+    List<Outcome<Integer>> again = pipeline.process(Flux.just(first.redelivered())).collectList().block(TIMEOUT);
+
+    assertThat(again).extracting(Outcome::status).containsExactly(Outcome.Status.DUPLICATE);
+    assertThat(postgres.count("SELECT count(*) FROM " + effects)).isEqualTo(1);
+  }
+
+  @Test
+  void sentOutboxRowsOlderThanTheWindowGoWhilePendingAndParkedRowsStay() {
+    PostgresOutbox outbox = PostgresOutbox.create(pool, table("outbox"));
+    outbox.createSchemaIfAbsent().block(TIMEOUT);
+    OutboxTesting.write(pool, outbox, IntStream.range(0, 30).mapToObj(i -> OutboxRecord.to("d").payload("p" + i).build()).toList());
+    postgres.execute("UPDATE " + outbox.table() + " SET status = 'SENT', sent_at = now() - interval '3 days' WHERE seq <= 10",
+        "UPDATE " + outbox.table() + " SET status = 'SENT', sent_at = now() WHERE seq > 10 AND seq <= 20",
+        "UPDATE " + outbox.table() + " SET status = 'PARKED', created_at = now() - interval '9 days' WHERE seq > 25");
+
+    CleanupReport report = Retention.builder().outbox(outbox, Duration.ofDays(1)).batchSize(4).build().cleanupOnce().block(TIMEOUT);
+
+    assertThat(report.removed()).isEqualTo(10);
+    assertThat(postgres.count("SELECT count(*) FROM " + outbox.table() + " WHERE status = 'SENT'")).isEqualTo(10);
+    assertThat(postgres.count("SELECT count(*) FROM " + outbox.table() + " WHERE status <> 'SENT'")).isEqualTo(10);
+  }
+
+  @Test
+  void cleanupRunsByItselfAlongsideTheConsumerStream() {
+    PostgresInbox inbox = plainInbox();
+    insertOldIds(inbox, 300, "1 day");
+    Retention retention = Retention.builder().inbox(inbox, Duration.ofHours(1)).interval(Duration.ofMillis(200)).build();
+    List<Outcome<Integer>> outcomes = new CopyOnWriteArrayList<>();
+    Flux<Delivery<Integer>> endless = Flux.<Delivery<Integer>>just(TestDelivery.of("live-1", 1)).concatWith(Flux.never());
+
+    running.add(consumer(inbox, ConsumerMetrics.NONE).process(endless).transform(retention::alongside).subscribe(outcomes::add));
+
+    await().atMost(TIMEOUT).until(() -> inboxRows(inbox, "old-%") == 0);
+    await().atMost(TIMEOUT).until(() -> outcomes.size() == 1);
+    assertThat(inboxRows(inbox, "live-%")).isEqualTo(1);
+  }
+
+  @Test
+  void cleanupOfAPlainInboxUnderAConcurrentStreamOfInsertsNeverStallsProcessing() {
+    PostgresInbox inbox = plainInbox();
+    insertOldIds(inbox, 200_000, "2 days");
+    postgres.execute("ANALYZE " + inbox.table());
+    Retention retention = Retention.builder().inbox(inbox, Duration.ofDays(1)).batchSize(2_000).batchPause(Duration.ofMillis(5)).build();
+
+    Pauses pauses = measureWhileCleaning(inbox, retention, () -> inboxRows(inbox, "old-%") == 0);
+
+    System.out.printf("RETENTION plain inbox: removed 200000 rows while processing %d messages; worst transaction %d ms, "
+        + "p99 %d ms, median %d ms; longest cleanup batch %d ms; before the cleanup: worst %d ms, p99 %d ms%n", pauses.transactions,
+        pauses.worst.toMillis(), pauses.p99.toMillis(), pauses.median.toMillis(), pauses.longestBatch.toMillis(),
+        pauses.baselineWorst.toMillis(), pauses.baselineP99.toMillis());
+    assertThat(inboxRows(inbox, "old-%")).isZero();
+    assertThat(pauses.worst).isLessThan(Duration.ofSeconds(5));
+  }
+
+  @Test
+  void rotatingInboxKeepsEveryIdAtLeastTheWindowAndDropsOldSlotsWhileIdsStayUniqueAcrossSlots() {
+    Duration window = Duration.ofSeconds(3);
+    PostgresInbox inbox = rotatingInbox(window, 3); // period 1 s, 5 slots
+    IdempotentConsumer<Integer> pipeline = consumer(inbox, ConsumerMetrics.NONE);
+    pipeline.process(Flux.just(TestDelivery.of("early", 0))).blockLast(TIMEOUT);
+    long earlySlot = postgres.count("SELECT slot FROM " + inbox.table() + " WHERE message_id = 'early'");
+    Retention retention = Retention.builder().inbox(inbox, window).interval(Duration.ofMillis(200)).lockTimeout(Duration.ofMillis(100)).build();
+    AtomicLong violations = new AtomicLong();
+    AtomicLong sequence = new AtomicLong();
+    // A live stream of new ids, one every 50 ms, and the cleanup schedule beside it.
+    Flux<Delivery<Integer>> live = Flux.interval(Duration.ofMillis(50)).map(i -> TestDelivery.of("live-" + sequence.incrementAndGet(), 1));
+    running.add(pipeline.process(live).transform(retention::alongside).subscribe());
+    // Watch that no id younger than the window is ever missing (its effect row has the same now()).
+    List<Throwable> watchErrors = new CopyOnWriteArrayList<>();
+    running.add(Flux.interval(Duration.ofMillis(100), Schedulers.boundedElastic()).onBackpressureDrop().concatMap(t -> Mono.fromCallable(() -> postgres.count(
+        "SELECT count(*) FROM " + effects + " e WHERE e.at > now() - make_interval(secs => $1) AND NOT EXISTS (SELECT 1 FROM "
+            + inbox.table() + " p WHERE p.message_id = e.message_id)", (double) window.toSeconds())))
+        .subscribe(violations::addAndGet, watchErrors::add));
+
+    // The early id is still a duplicate in a later slot, inside the window.
+    await().atMost(TIMEOUT).until(() -> postgres.count("SELECT count(*) FROM " + inbox.table() + " WHERE slot <> $1", earlySlot) > 0);
+    assertThat(pipeline.process(Flux.just(TestDelivery.of("early", 0))).blockLast(TIMEOUT).status()).isEqualTo(Outcome.Status.DUPLICATE);
+
+    // Its slot is emptied once its period is older than the window...
+    await().atMost(TIMEOUT).until(() -> postgres.count("SELECT count(*) FROM " + inbox.table() + " WHERE message_id = 'early'") == 0);
+    // ...and a full cycle of slots later nothing younger than the window has gone missing.
+    long target = sequence.get() + 120;
+    await().atMost(TIMEOUT).until(() -> sequence.get() > target);
+    assertThat(watchErrors).isEmpty();
+    assertThat(violations).hasValue(0);
+    assertThat(postgres.count("SELECT count(*) FROM " + effects + " e WHERE e.at > now() - interval '2 seconds'")).isPositive();
+    assertThat(postgres.count("SELECT count(DISTINCT slot) FROM " + inbox.table())).isLessThanOrEqualTo(inbox.rotatingLayout().slots() - 1);
+  }
+
+  @Test
+  void truncatingARotatingSlotUnderAConcurrentStreamOfInsertsPausesProcessingAtMostAboutTheLockTimeout() {
+    Duration window = Duration.ofSeconds(4);
+    PostgresInbox inbox = rotatingInbox(window, 2); // period 2 s, 4 slots
+    Retention retention = Retention.builder().inbox(inbox, window).interval(Duration.ofMillis(200)).lockTimeout(Duration.ofMillis(200)).build();
+    // Fill one slot with 100,000 ids of a period long past, as a day's worth of traffic would.
+    long period = inbox.rotatingLayout().period().toMillis();
+    postgres.execute("INSERT INTO " + inbox.table() + " (consumer, message_id, processed_at, slot) SELECT '" + consumer
+        + "', 'old-' || i, now() - interval '1 hour', (floor((extract(epoch FROM now()) * 1000 - 3600000) / " + period + ")::bigint % "
+        + inbox.rotatingLayout().slots() + ")::int FROM generate_series(1, 100000) AS i");
+
+    Pauses pauses = measureWhileCleaning(inbox, retention, () -> inboxRows(inbox, "old-%") == 0);
+
+    System.out.printf("RETENTION rotating inbox: truncated 100000 rows while processing %d messages; worst transaction %d ms, "
+        + "p99 %d ms, median %d ms; longest truncate %d ms; before the cleanup: worst %d ms, p99 %d ms%n", pauses.transactions,
+        pauses.worst.toMillis(), pauses.p99.toMillis(), pauses.median.toMillis(), pauses.longestBatch.toMillis(),
+        pauses.baselineWorst.toMillis(), pauses.baselineP99.toMillis());
+    assertThat(pauses.worst).isLessThan(Duration.ofSeconds(5));
+  }
+
+  @Test
+  void buildRefusesAnIntervalThatCannotEmptyARotatingSlotBeforeItIsReused() {
+    PostgresInbox inbox = PostgresInbox.rotating(pool, "not_created", Duration.ofMinutes(10), 10);
+    assertThatThrownBy(() -> Retention.builder().inbox(inbox, Duration.ofMinutes(10)).interval(Duration.ofMinutes(1)).build())
+        .hasMessageContaining("interval PT1M must be at most half the period PT1M");
+    assertThatThrownBy(() -> Retention.builder().inbox(inbox, Duration.ofMinutes(20)))
+        .hasMessageContaining("inbox window PT20M exceeds the window PT10M");
+  }
+
+  /** What the consumer's transactions looked like while a cleanup ran beside them. */
+  private record Pauses(int transactions, Duration worst, Duration p99, Duration median, Duration longestBatch, Duration baselineWorst,
+      Duration baselineP99) {}
+
+  private Pauses measureWhileCleaning(PostgresInbox inbox, Retention retention, java.util.function.BooleanSupplier done) {
+    List<Long> durations = new CopyOnWriteArrayList<>();
+    ConsumerMetrics timing = new ConsumerMetrics() {
+      @Override
+      public void transaction(Delivery<?> delivery, Duration duration, boolean committed) {
+        durations.add(duration.toNanos());
+      }
+    };
+    AtomicLong sequence = new AtomicLong();
+    Flux<Delivery<Integer>> live = Flux.interval(Duration.ofMillis(2)).onBackpressureDrop()
+        .map(i -> TestDelivery.of("live-" + sequence.incrementAndGet(), 1));
+    running.add(consumer(inbox, timing).process(live).subscribe());
+    await().atMost(TIMEOUT).until(() -> durations.size() > 300);
+    List<Long> baseline = new ArrayList<>(durations.subList(100, durations.size()));
+    baseline.sort(Long::compare);
+    int cleaningFrom = durations.size();
+    AtomicLong longestBatch = new AtomicLong();
+    running.add(retention.run().subscribe(report -> report.tables()
+        .forEach(t -> longestBatch.accumulateAndGet(t.longestBatch().toNanos(), Math::max))));
+    await().atMost(TIMEOUT).until(done::getAsBoolean);
+    long processedAfter = sequence.get() + 200;
+    await().atMost(TIMEOUT).until(() -> sequence.get() > processedAfter);
+    List<Long> sorted = new ArrayList<>(durations.subList(cleaningFrom, durations.size()));
+    sorted.sort(Long::compare);
+    return new Pauses(sorted.size(), Duration.ofNanos(sorted.get(sorted.size() - 1)), Duration.ofNanos(sorted.get(sorted.size() * 99 / 100)),
+        Duration.ofNanos(sorted.get(sorted.size() / 2)), Duration.ofNanos(longestBatch.get()),
+        Duration.ofNanos(baseline.get(baseline.size() - 1)), Duration.ofNanos(baseline.get(baseline.size() * 99 / 100)));
+  }
+}
