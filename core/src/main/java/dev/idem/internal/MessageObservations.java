@@ -189,8 +189,11 @@ public final class MessageObservations {
     if (!(current instanceof Observation observation)) {
       return call.get();
     }
-    try (Observation.Scope scope = observation.openScope()) {
+    Observation.Scope scope = observation.openScope();
+    try {
       return call.get();
+    } finally {
+      scope.close();
     }
   }
 
