@@ -288,6 +288,12 @@ public final class IdempotentConsumer<T> {
     if (batch.size() == 1) {
       return handle(batch.get(0)).flux();
     }
+    return observations.isOn() ? observations.batch(batch, batchParts(batch), Outcome::delivery, o -> o.status().name())
+        : batchParts(batch);
+  }
+
+  /** {@link #processBatch} of two or more deliveries. */
+  private Flux<Outcome<T>> batchParts(List<Delivery<T>> batch) {
     List<Flux<Outcome<T>>> parts = new ArrayList<>();
     List<Delivery<T>> run = new ArrayList<>();
     for (Delivery<T> delivery : batch) {
@@ -391,7 +397,8 @@ public final class IdempotentConsumer<T> {
     }
     return Flux.range(0, run.size())
         .filter(i -> fresh.contains(run.get(i)))
-        .concatMap(i -> runHandler(run.get(i), new TxHandle(connection, run.get(i).id(), name, MessageMetadata.of(run.get(i))), i))
+        .concatMap(i -> observations.asCurrent(run.get(i),
+            runHandler(run.get(i), new TxHandle(connection, run.get(i).id(), name, MessageMetadata.of(run.get(i))), i)))
         .then();
   }
 
@@ -447,14 +454,23 @@ public final class IdempotentConsumer<T> {
     });
   }
 
-  /** Completes the sink when the handler's publisher completes; wraps its error as the handler's. */
-  private static final class EffectSubscriber implements org.reactivestreams.Subscriber<Object> {
+  /**
+   * Completes the sink when the handler's publisher completes; wraps its error as the handler's.
+   * It hands the pipeline's Reactor context (with the current observation) to the handler's
+   * publisher.
+   */
+  private static final class EffectSubscriber implements reactor.core.CoreSubscriber<Object> {
     private final reactor.core.publisher.MonoSink<Void> sink;
     private final int index;
 
     EffectSubscriber(reactor.core.publisher.MonoSink<Void> sink, int index) {
       this.sink = sink;
       this.index = index;
+    }
+
+    @Override
+    public reactor.util.context.Context currentContext() {
+      return reactor.util.context.Context.of(sink.contextView());
     }
 
     @Override
