@@ -77,7 +77,14 @@ import reactor.util.retry.Retry;
  *       {@code concurrency} are in flight; demand, not memory, absorbs a backlog.</li>
  *   <li><b>Ordered</b> per the {@link Ordering} mode.</li>
  *   <li><b>Cancellation</b> of the returned {@code Flux} stops taking messages and rolls back
- *       transactions in flight; those messages stay unacknowledged and are redelivered.</li>
+ *       transactions in flight; those messages stay unacknowledged and are redelivered. A
+ *       {@link GracefulShutdown} given to {@link #process(Publisher, GracefulShutdown)} stops
+ *       instead: nothing new starts, what is in flight gets a grace period to commit and
+ *       settle, then the stream completes.</li>
+ *   <li><b>Metadata and tracing.</b> The handler sees its message's headers, key, partition,
+ *       timestamp, attempt and broker coordinates through {@link Tx#metadata()}; with an
+ *       {@link Builder#observationRegistry observation registry} each message is observed (see
+ *       {@link IdemObservations}), continuing the trace of its {@code traceparent} header.</li>
  * </ul>
  *
  * <p>Instances are immutable and thread-safe; {@link #process} may be called for several sources.

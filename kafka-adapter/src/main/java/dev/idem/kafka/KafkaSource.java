@@ -111,7 +111,10 @@ public final class KafkaSource<T> implements AutoCloseable {
 
   /**
    * The records of the subscribed topics as deliveries. Subscribing joins the consumer group;
-   * cancelling commits the settled offsets and leaves the group. The stream does not end by
+   * cancelling first commits the acknowledged offsets (and waits for the broker's answer, up to
+   * {@link KafkaSourceOptions#closeTimeout()}), then closes the consumer, which leaves the group.
+   * So after a {@link dev.idem.GracefulShutdown graceful stop} the offsets of the messages
+   * completed during the grace period are committed, not redelivered. The stream does not end by
    * itself and does not error on broker failures: it reconnects.
    *
    * @return the deliveries
@@ -129,7 +132,12 @@ public final class KafkaSource<T> implements AutoCloseable {
     return options;
   }
 
-  /** Closes the dead-letter producer. Cancel the {@link #receive()} subscriptions first. */
+  /**
+   * Waits until the {@link #receive()} subscriptions cancelled before have committed their
+   * acknowledged offsets (each for at most {@link KafkaSourceOptions#closeTimeout()}; not when
+   * called on a non-blocking Reactor thread), then closes the dead-letter producer. Cancel the
+   * subscriptions first (for example by {@link dev.idem.GracefulShutdown#stop}).
+   */
   @Override
   public void close() {
     engine.close();
