@@ -226,7 +226,7 @@ class MetadataAndTracingIntegrationTests {
       if (context instanceof ReceiverContext<?> receiver) {
         ReceiverContext raw = receiver;
         Object carrier = raw.getCarrier();
-        String traceparent = (String) raw.getGetter().get(carrier, "traceparent");
+        String traceparent = raw.getGetter().get(carrier, "traceparent");
         traceparentByMessage.put(((Delivery<?>) carrier).id(), String.valueOf(traceparent));
       }
     }
