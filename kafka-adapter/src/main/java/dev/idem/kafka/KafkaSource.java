@@ -58,6 +58,9 @@ import reactor.core.publisher.Flux;
  *   <li><b>Broker failures.</b> The Kafka client reconnects by itself; a consumer that failed for
  *       good is recreated with backoff and resumes from the committed offsets. Nothing is
  *       committed that was not settled.</li>
+ *   <li><b>Metadata.</b> {@link Delivery#brokerCoordinates()} gives the topic, partition and
+ *       offset under the keys of {@link dev.idem.MessageMetadata}; {@link Delivery#key()} is the
+ *       record key as UTF-8 (none for a keyless record).</li>
  *   <li><b>Ids and ordering.</b> {@link Delivery#id()} comes from the id header (default
  *       {@value KafkaSourceOptions#DEFAULT_MESSAGE_ID_HEADER}) or the configured extractor,
  *       else {@code topic/partition/offset}, which dedups broker redeliveries but not producer
