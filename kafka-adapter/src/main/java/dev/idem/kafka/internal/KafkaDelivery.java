@@ -2,6 +2,7 @@ package dev.idem.kafka.internal;
 
 import dev.idem.AbstractDelivery;
 import dev.idem.DeadLetter;
+import dev.idem.MessageMetadata;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.util.Collections;
@@ -34,9 +35,10 @@ public final class KafkaDelivery<T> extends AbstractDelivery<T> {
   private final Throwable decodingFailure;
   private final DeadLetterPublisher publisher;
   private final CommitHolds holds;
+  private final CommitOnCancel.Acked acked;
 
   KafkaDelivery(ConsumerRecord<byte[], byte[]> record, ReceiverOffset offset, String id, String invalidId, T payload,
-      Throwable decodingFailure, DeadLetterPublisher publisher, CommitHolds holds) {
+      Throwable decodingFailure, DeadLetterPublisher publisher, CommitHolds holds, CommitOnCancel.Acked acked) {
     this.record = record;
     this.offset = offset;
     this.id = id;
@@ -45,6 +47,7 @@ public final class KafkaDelivery<T> extends AbstractDelivery<T> {
     this.decodingFailure = decodingFailure;
     this.publisher = publisher;
     this.holds = holds;
+    this.acked = acked;
   }
 
   /**
@@ -96,6 +99,24 @@ public final class KafkaDelivery<T> extends AbstractDelivery<T> {
     return key == null ? partition() : new String(key, StandardCharsets.UTF_8);
   }
 
+  /** The record key as UTF-8 (decoded leniently), or {@code null} for a record without a key. */
+  @Override
+  public String key() {
+    byte[] key = record.key();
+    return key == null ? null : new String(key, StandardCharsets.UTF_8);
+  }
+
+  /**
+   * {@value dev.idem.MessageMetadata#KAFKA_TOPIC}, {@value dev.idem.MessageMetadata#KAFKA_PARTITION}
+   * and {@value dev.idem.MessageMetadata#KAFKA_OFFSET} of the record.
+   */
+  @Override
+  public Map<String, String> brokerCoordinates() {
+    return Map.of(MessageMetadata.KAFKA_TOPIC, record.topic(),
+        MessageMetadata.KAFKA_PARTITION, Integer.toString(record.partition()),
+        MessageMetadata.KAFKA_OFFSET, Long.toString(record.offset()));
+  }
+
   /** {@code topic-partition}, for example {@code orders-3}. */
   @Override
   public String partition() {
@@ -118,7 +139,10 @@ public final class KafkaDelivery<T> extends AbstractDelivery<T> {
 
   @Override
   protected Mono<Void> doAck() {
-    return Mono.fromRunnable(offset::acknowledge);
+    return Mono.fromRunnable(() -> {
+      offset.acknowledge();
+      acked.acknowledged(offset);
+    });
   }
 
   /**
@@ -138,6 +162,7 @@ public final class KafkaDelivery<T> extends AbstractDelivery<T> {
         })
         .then(Mono.fromRunnable(() -> {
           offset.acknowledge();
+          acked.acknowledged(offset);
           holds.settled(record);
         }));
   }
