@@ -392,14 +392,24 @@ public final class IdempotentConsumer<T> {
     });
   }
 
-  /** Completes the sink when the handler's publisher completes; wraps its error as the handler's. */
-  private static final class EffectSubscriber implements org.reactivestreams.Subscriber<Object> {
+  /**
+   * Completes the sink when the handler's publisher completes; wraps its error as the handler's.
+   * A {@link reactor.core.CoreSubscriber} so that the handler's publisher sees the pipeline's
+   * Reactor context: a framework's transaction runner binds its transaction there (Spring's
+   * {@code TransactionalOperator} does), and the handler's repositories must find it.
+   */
+  private static final class EffectSubscriber implements reactor.core.CoreSubscriber<Object> {
     private final reactor.core.publisher.MonoSink<Void> sink;
     private final int index;
 
     EffectSubscriber(reactor.core.publisher.MonoSink<Void> sink, int index) {
       this.sink = sink;
       this.index = index;
+    }
+
+    @Override
+    public reactor.util.context.Context currentContext() {
+      return reactor.util.context.Context.of(sink.contextView());
     }
 
     @Override
