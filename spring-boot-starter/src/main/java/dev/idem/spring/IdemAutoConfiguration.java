@@ -95,7 +95,7 @@ public class IdemAutoConfiguration {
     for (IdemConsumerDefinition<?> definition : all) {
       consumers.add(managed(definition, inbox, connectionFactory, shared, meterRegistry));
     }
-    return new IdemConsumers(consumers, inbox, properties.getInbox().isCreateSchema());
+    return new IdemConsumers(consumers, inbox, properties.getInbox().isCreateSchema(), properties.isAutoStartup());
   }
 
   private static <T> ManagedConsumer managed(IdemConsumerDefinition<T> definition, PostgresInbox inbox, ConnectionFactory connectionFactory,

@@ -39,9 +39,10 @@ public final class IdemConsumers implements SmartLifecycle {
   private final Map<String, ManagedConsumer> consumers = new LinkedHashMap<>();
   private final PostgresInbox inbox;
   private final boolean createSchema;
+  private final boolean autoStartup;
   private volatile boolean running;
 
-  IdemConsumers(List<ManagedConsumer> consumers, PostgresInbox inbox, boolean createSchema) {
+  IdemConsumers(List<ManagedConsumer> consumers, PostgresInbox inbox, boolean createSchema, boolean autoStartup) {
     for (ManagedConsumer consumer : consumers) {
       if (this.consumers.putIfAbsent(consumer.name(), consumer) != null) {
         throw new IllegalStateException("two Idem consumers are named '" + consumer.name()
@@ -50,6 +51,7 @@ public final class IdemConsumers implements SmartLifecycle {
     }
     this.inbox = Objects.requireNonNull(inbox, "inbox");
     this.createSchema = createSchema;
+    this.autoStartup = autoStartup;
   }
 
   /**
@@ -106,6 +108,11 @@ public final class IdemConsumers implements SmartLifecycle {
   @Override
   public boolean isRunning() {
     return running;
+  }
+
+  @Override
+  public boolean isAutoStartup() {
+    return autoStartup;
   }
 
   @Override

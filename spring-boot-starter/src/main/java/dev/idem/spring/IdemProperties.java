@@ -37,9 +37,29 @@ public class IdemProperties {
 
   private final Inbox inbox = new Inbox();
   private Map<String, Consumer> consumers = new LinkedHashMap<>();
+  private boolean autoStartup = true;
 
   /** Creates the properties with their defaults. */
   public IdemProperties() {}
+
+  /**
+   * Whether the consumers start with the application context. Default {@code true}; with
+   * {@code false} they start when {@link IdemConsumers#start()} is called.
+   *
+   * @return whether the consumers start by themselves
+   */
+  public boolean isAutoStartup() {
+    return autoStartup;
+  }
+
+  /**
+   * Sets whether the consumers start with the context.
+   *
+   * @param autoStartup whether the consumers start by themselves
+   */
+  public void setAutoStartup(boolean autoStartup) {
+    this.autoStartup = autoStartup;
+  }
 
   /**
    * The inbox table.
