@@ -8,4 +8,14 @@ package dev.idem;
  * @param delivery the delivery, for its metadata (headers, key, timestamp); do not settle it
  * @param <T> the payload type
  */
-public record BatchItem<T>(String messageId, T payload, Delivery<T> delivery) {}
+public record BatchItem<T>(String messageId, T payload, Delivery<T> delivery) {
+
+  /**
+   * The message's metadata (headers, key, partition, timestamp, attempt, broker coordinates).
+   *
+   * @return the metadata of {@link #delivery()}
+   */
+  public MessageMetadata metadata() {
+    return MessageMetadata.of(delivery);
+  }
+}

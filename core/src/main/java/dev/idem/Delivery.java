@@ -69,6 +69,16 @@ public interface Delivery<T> {
   }
 
   /**
+   * The message's own key, as the handler sees it in {@link MessageMetadata#key()}. Unlike
+   * {@link #orderingKey()} it has no fallback: a Kafka record without a key has none.
+   *
+   * @return the key, by default the {@link #orderingKey()}; {@code null} for none
+   */
+  default String key() {
+    return orderingKey();
+  }
+
+  /**
    * The broker partition the message came from, used by {@link Ordering#BY_PARTITION}.
    *
    * @return a partition name such as {@code "orders-3"}, or {@code null} when the broker has none
@@ -93,6 +103,19 @@ public interface Delivery<T> {
    */
   default int deliveryAttempt() {
     return 1;
+  }
+
+  /**
+   * Where the message sits in the broker, with the keys of {@link MessageMetadata} (for example
+   * {@value MessageMetadata#KAFKA_TOPIC}, {@value MessageMetadata#KAFKA_PARTITION},
+   * {@value MessageMetadata#KAFKA_OFFSET}, or {@value MessageMetadata#RABBITMQ_EXCHANGE} and
+   * {@value MessageMetadata#RABBITMQ_ROUTING_KEY}). Shown to the handler by
+   * {@link MessageMetadata#broker()}.
+   *
+   * @return an immutable map, empty by default
+   */
+  default Map<String, String> brokerCoordinates() {
+    return Map.of();
   }
 
   /**

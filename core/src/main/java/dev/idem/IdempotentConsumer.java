@@ -5,9 +5,12 @@ import dev.idem.internal.BatchLanes;
 import dev.idem.internal.BatchTxHandle;
 import dev.idem.internal.KeyedLanes;
 import dev.idem.internal.LogText;
+import dev.idem.internal.MessageObservations;
 import dev.idem.internal.R2dbcTransactionRunner;
+import dev.idem.internal.StopControl;
 import dev.idem.internal.TxHandle;
 import dev.idem.postgres.PostgresInbox;
+import io.micrometer.observation.ObservationRegistry;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -117,6 +120,7 @@ public final class IdempotentConsumer<T> {
   private final ConsumerMetrics metrics;
   private final Duration transactionTimeout;
   private final Duration stuckWarningInterval;
+  private final MessageObservations observations;
 
   private IdempotentConsumer(Builder<T> b) {
     this.name = b.name;
@@ -137,6 +141,7 @@ public final class IdempotentConsumer<T> {
     this.metrics = b.metrics;
     this.transactionTimeout = b.transactionTimeout;
     this.stuckWarningInterval = b.stuckWarningInterval;
+    this.observations = new MessageObservations(b.observationRegistry, b.name);
   }
 
   /**
@@ -180,6 +185,50 @@ public final class IdempotentConsumer<T> {
     return outcomes.doOnDiscard(Delivery.class, metrics::abandoned);
   }
 
+  /**
+   * Processes a stream of deliveries, like {@link #process(Publisher)}, until {@code shutdown}
+   * stops it gracefully: from {@link GracefulShutdown#stop(Duration)} on no message starts, the
+   * messages in flight get the grace period to commit and settle while the source stays open,
+   * what is left is then cancelled (rolled back, unacknowledged), and the returned {@code Flux}
+   * completes normally, cancelling the source. Works with and without batching; a message
+   * waiting in a retry backoff at the stop is abandoned at once (see {@link GracefulShutdown}).
+   * A subscription made after the stop began completes at once without subscribing to the source.
+   *
+   * @param source the deliveries, usually from a broker adapter
+   * @param shutdown the handle that stops the stream; may govern several streams
+   * @return one outcome per settled message, emitted after settlement; completes after a stop
+   */
+  public Flux<Outcome<T>> process(Publisher<? extends Delivery<T>> source, GracefulShutdown shutdown) {
+    Objects.requireNonNull(source, "source");
+    Objects.requireNonNull(shutdown, "shutdown");
+    return Flux.defer(() -> {
+      StopControl control = shutdown.attach(name, item -> metrics.abandoned((Delivery<?>) item));
+      if (control == null) {
+        return Flux.empty();
+      }
+      // Mirrors process(source), with the stop's gate in front of the source and around each start.
+      Flux<Delivery<T>> received = control.<Delivery<T>>gate(source).doOnNext(metrics::received);
+      Flux<Outcome<T>> outcomes;
+      if (maxBatchSize > 1) {
+        outcomes = Flux.using(
+            () -> new BatchLanes<Delivery<T>, Outcome<T>>(concurrency, maxBatchSize, batchMaxWait,
+                d -> ordering == Ordering.UNORDERED ? null : laneKey(d),
+                batch -> control.runBatch(batch, () -> processBatch(batch)), Outcome::delivery, metrics::abandoned),
+            lanes -> received.flatMap(lanes::submit, prefetch, 1),
+            BatchLanes::dispose);
+      } else {
+        Flux<Delivery<T>> buffered = received.limitRate(prefetch);
+        if (ordering == Ordering.UNORDERED) {
+          outcomes = buffered.flatMap(d -> control.run(d, handle(d)), concurrency, 1);
+        } else {
+          KeyedLanes lanes = new KeyedLanes();
+          outcomes = buffered.flatMap(d -> lanes.run(laneKey(d), control.run(d, handle(d))), concurrency, 1);
+        }
+      }
+      return control.untilStopped(outcomes.doOnDiscard(Delivery.class, metrics::abandoned));
+    });
+  }
+
   private String laneKey(Delivery<T> delivery) {
     try {
       return ordering == Ordering.BY_KEY ? delivery.orderingKey() : delivery.partition();
@@ -191,14 +240,14 @@ public final class IdempotentConsumer<T> {
 
   /** One message, from validation to settlement. */
   private Mono<Outcome<T>> handle(Delivery<T> delivery) {
-    return Mono.defer(() -> {
+    return observations.message(delivery, Mono.defer(() -> {
       metrics.started(delivery);
       DeadLetter rejection = validate(delivery);
       if (rejection != null) {
         return deadLetter(delivery, rejection);
       }
       return attempt(delivery, new Attempts(delivery), Mono.empty());
-    });
+    }), outcome -> outcome.status().name());
   }
 
   /** The failing message of a split batch, alone: its failed batch attempt counts as its first. */
@@ -212,10 +261,15 @@ public final class IdempotentConsumer<T> {
 
   /** Attempts with retries after {@code before}, then the settlement: ack, dead letter, or a fatal error. */
   private Mono<Outcome<T>> attempt(Delivery<T> delivery, Attempts attempts, Mono<?> before) {
-    return before.then(Mono.defer(() -> attemptOnce(delivery, attempts.next()))
+    return before.then(Mono.defer(() -> {
+              int attempt = attempts.next();
+              return observations.child(IdemObservations.TRANSACTION, attempt, attemptOnce(delivery, attempt));
+            })
             .retryWhen(Retry.from(signals -> signals.concatMap(signal -> attempts.backoffOrGiveUp(signal.failure())))))
-        .flatMap(inserted -> ack(delivery, inserted ? Outcome.Status.PROCESSED : Outcome.Status.DUPLICATE, attempts.count()))
-        .onErrorResume(error -> !isFatal(error), error -> deadLetter(delivery, deadLetterFor(error, attempts.count())))
+        .flatMap(inserted -> observations.child(IdemObservations.SETTLE, 0,
+            ack(delivery, inserted ? Outcome.Status.PROCESSED : Outcome.Status.DUPLICATE, attempts.count())))
+        .onErrorResume(error -> !isFatal(error),
+            error -> observations.child(IdemObservations.SETTLE, 0, deadLetter(delivery, deadLetterFor(error, attempts.count()))))
         .onErrorMap(IdempotentConsumer::cause)
         .doOnError(fatal -> {
           log.error("Consumer '{}': a JVM error while processing message '{}'; the message stays unacknowledged and "
@@ -337,7 +391,7 @@ public final class IdempotentConsumer<T> {
     }
     return Flux.range(0, run.size())
         .filter(i -> fresh.contains(run.get(i)))
-        .concatMap(i -> runHandler(run.get(i), new TxHandle(connection, run.get(i).id(), name), i))
+        .concatMap(i -> runHandler(run.get(i), new TxHandle(connection, run.get(i).id(), name, MessageMetadata.of(run.get(i))), i))
         .then();
   }
 
@@ -353,7 +407,7 @@ public final class IdempotentConsumer<T> {
     AtomicBoolean handlerDone = new AtomicBoolean();
     return transactions.inTransaction(connection -> inbox.record(connection, name, delivery.id())
             .flatMap(inserted -> inserted
-                ? runHandler(delivery, new TxHandle(connection, delivery.id(), name)).doOnSuccess(ok -> handlerDone.set(true))
+                ? runHandler(delivery, new TxHandle(connection, delivery.id(), name, MessageMetadata.of(delivery))).doOnSuccess(ok -> handlerDone.set(true))
                 : Mono.just(false)))
         .timeout(transactionTimeout)
         .onErrorMap(error -> handlerDone.get() && !(error instanceof HandlerFailure) && CommitRejected.matches(error),
@@ -385,7 +439,8 @@ public final class IdempotentConsumer<T> {
   private static Mono<Void> guardedEffect(java.util.function.Supplier<Publisher<?>> effect, int index) {
     return Mono.<Void>create(sink -> {
       try {
-        Objects.requireNonNull(effect.get(), "handler returned null").subscribe(new EffectSubscriber(sink, index));
+        Objects.requireNonNull(MessageObservations.inScope(sink.contextView(), effect), "handler returned null")
+            .subscribe(new EffectSubscriber(sink, index));
       } catch (Throwable e) {
         sink.error(new HandlerFailure(e, index));
       }
@@ -492,7 +547,8 @@ public final class IdempotentConsumer<T> {
         }
       }
       metrics.retrying(delivery, cause(failure), kind);
-      return Mono.delay(wait);
+      // A graceful stop abandons a message waiting here at once.
+      return StopControl.backoff(wait);
     }
 
     /**
@@ -768,6 +824,7 @@ public final class IdempotentConsumer<T> {
     private Duration transactionTimeout = DEFAULT_TRANSACTION_TIMEOUT;
     private ServerTimeouts serverTimeouts;
     private Duration stuckWarningInterval = DEFAULT_STUCK_WARNING_INTERVAL;
+    private ObservationRegistry observationRegistry = ObservationRegistry.NOOP;
 
     private Builder(String name) {
       this.name = name;
@@ -983,6 +1040,21 @@ public final class IdempotentConsumer<T> {
         throw new IllegalArgumentException("stuckWarningInterval must be positive, was " + interval);
       }
       this.stuckWarningInterval = interval;
+      return this;
+    }
+
+    /**
+     * Where the pipeline records Micrometer observations (traces, with a tracing bridge): one
+     * {@value IdemObservations#MESSAGE} per message, continuing the trace of the message's W3C
+     * {@code traceparent} header, with {@value IdemObservations#TRANSACTION} and
+     * {@value IdemObservations#SETTLE} inside (see {@link IdemObservations}). Default
+     * {@link ObservationRegistry#NOOP}: nothing is recorded and no observation is created.
+     *
+     * @param observationRegistry the registry
+     * @return this builder
+     */
+    public Builder<T> observationRegistry(ObservationRegistry observationRegistry) {
+      this.observationRegistry = Objects.requireNonNull(observationRegistry, "observationRegistry");
       return this;
     }
 

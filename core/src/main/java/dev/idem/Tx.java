@@ -54,6 +54,20 @@ public interface Tx {
   String messageId();
 
   /**
+   * What the broker said about the message being processed: headers, key, partition, timestamp,
+   * delivery attempt and broker coordinates. In batch mode each message's {@link Handler} sees its
+   * own message's metadata; a {@link BatchHandler} reads it from {@link BatchItem#metadata()}.
+   *
+   * @return the message's metadata
+   * @throws UnsupportedOperationException by default, for {@code Tx} implementations that do not
+   *     know the message (the pipeline's own handles all do, except a batch handler's)
+   */
+  default MessageMetadata metadata() {
+    throw new UnsupportedOperationException(getClass().getName() + " does not carry message metadata; "
+        + "the transaction handles the pipeline passes to a Handler do");
+  }
+
+  /**
    * The consumer name.
    *
    * @return the consumer name

@@ -1,5 +1,6 @@
 package dev.idem.internal;
 
+import dev.idem.MessageMetadata;
 import dev.idem.Tx;
 import io.r2dbc.spi.Connection;
 
@@ -21,5 +22,16 @@ public record BatchTxHandle(Connection connection, String consumer) implements T
   @Override
   public String messageId() {
     throw new IllegalStateException("a batch has no single message id; use BatchItem.messageId() of each message");
+  }
+
+  /**
+   * Not available on a batch.
+   *
+   * @return never
+   * @throws IllegalStateException always
+   */
+  @Override
+  public MessageMetadata metadata() {
+    throw new IllegalStateException("a batch has no single message's metadata; use BatchItem.metadata() of each message");
   }
 }

@@ -2,6 +2,7 @@ package dev.idem.kafka.internal;
 
 import dev.idem.AbstractDelivery;
 import dev.idem.DeadLetter;
+import dev.idem.MessageMetadata;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.util.Collections;
@@ -94,6 +95,24 @@ public final class KafkaDelivery<T> extends AbstractDelivery<T> {
   public String orderingKey() {
     byte[] key = record.key();
     return key == null ? partition() : new String(key, StandardCharsets.UTF_8);
+  }
+
+  /** The record key as UTF-8 (decoded leniently), or {@code null} for a record without a key. */
+  @Override
+  public String key() {
+    byte[] key = record.key();
+    return key == null ? null : new String(key, StandardCharsets.UTF_8);
+  }
+
+  /**
+   * {@value dev.idem.MessageMetadata#KAFKA_TOPIC}, {@value dev.idem.MessageMetadata#KAFKA_PARTITION}
+   * and {@value dev.idem.MessageMetadata#KAFKA_OFFSET} of the record.
+   */
+  @Override
+  public Map<String, String> brokerCoordinates() {
+    return Map.of(MessageMetadata.KAFKA_TOPIC, record.topic(),
+        MessageMetadata.KAFKA_PARTITION, Integer.toString(record.partition()),
+        MessageMetadata.KAFKA_OFFSET, Long.toString(record.offset()));
   }
 
   /** {@code topic-partition}, for example {@code orders-3}. */

@@ -4,6 +4,7 @@ import com.rabbitmq.client.AMQP;
 import com.rabbitmq.client.Envelope;
 import dev.idem.AbstractDelivery;
 import dev.idem.DeadLetter;
+import dev.idem.MessageMetadata;
 import java.time.Instant;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -109,6 +110,20 @@ public final class RabbitDelivery<T> extends AbstractDelivery<T> {
   @Override
   public Instant timestamp() {
     return properties.getTimestamp() == null ? null : properties.getTimestamp().toInstant();
+  }
+
+  /**
+   * {@value dev.idem.MessageMetadata#RABBITMQ_EXCHANGE}, {@value dev.idem.MessageMetadata#RABBITMQ_ROUTING_KEY},
+   * {@value dev.idem.MessageMetadata#RABBITMQ_QUEUE}, {@value dev.idem.MessageMetadata#RABBITMQ_REDELIVERED}
+   * and {@value dev.idem.MessageMetadata#RABBITMQ_DELIVERY_TAG} of the delivery.
+   */
+  @Override
+  public Map<String, String> brokerCoordinates() {
+    return Map.of(MessageMetadata.RABBITMQ_EXCHANGE, String.valueOf(envelope.getExchange()),
+        MessageMetadata.RABBITMQ_ROUTING_KEY, String.valueOf(envelope.getRoutingKey()),
+        MessageMetadata.RABBITMQ_QUEUE, queue,
+        MessageMetadata.RABBITMQ_REDELIVERED, Boolean.toString(envelope.isRedeliver()),
+        MessageMetadata.RABBITMQ_DELIVERY_TAG, Long.toString(envelope.getDeliveryTag()));
   }
 
   @Override

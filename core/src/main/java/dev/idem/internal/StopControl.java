@@ -1,0 +1,378 @@
+package dev.idem.internal;
+
+import dev.idem.ShutdownReport;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.function.Consumer;
+import java.util.function.Supplier;
+import org.reactivestreams.Publisher;
+import org.reactivestreams.Subscription;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import reactor.core.CoreSubscriber;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.FluxOperator;
+import reactor.core.publisher.Mono;
+import reactor.core.publisher.SignalType;
+import reactor.core.publisher.Sinks;
+import reactor.util.context.Context;
+
+/**
+ * The graceful stop of one subscribed stream: which messages started, which are in flight, and
+ * the signal that ends the stream once they finished or the grace period ran out.
+ *
+ * <p>A message is <em>started</em> when its processing begins (after its ordering lane let it);
+ * from then on it is <em>in flight</em> until its processing terminates. After the stop no message
+ * starts; the gate in front of the source stops requesting more. Batches count their messages.
+ */
+public final class StopControl {
+
+  private static final Logger log = LoggerFactory.getLogger(StopControl.class);
+
+  /** The reactor context key under which a message's {@link Flight} travels to its retry backoff. */
+  private static final String FLIGHT_KEY = StopControl.class.getName() + ".flight";
+
+  private final String consumer;
+  private final Consumer<Object> notStarted;
+  private final Consumer<StopControl> detach;
+  private final Sinks.Empty<Void> done = Sinks.empty();
+  private final Sinks.One<ShutdownReport> report = Sinks.one();
+  private final Set<Flight> flights = new HashSet<>();
+
+  // guarded by this
+  private volatile boolean stopping;
+  private long stopAt;
+  private Duration grace = Duration.ZERO;
+  private long received;
+  private long started;
+  private int inFlight;
+  private int completedAfterStop;
+  private int abandonedAfterStop;
+  private boolean graceExpired;
+  private boolean terminated;
+  private reactor.core.Disposable graceTimer;
+
+  /**
+   * @param consumer the consumer name, for the log
+   * @param notStarted told of each delivery that will not be started
+   * @param detach called once when the stream terminated
+   */
+  public StopControl(String consumer, Consumer<Object> notStarted, Consumer<StopControl> detach) {
+    this.consumer = consumer;
+    this.notStarted = notStarted;
+    this.detach = detach;
+  }
+
+  /**
+   * The source, counted, and no longer requested from once the stop began. Items that arrive
+   * after the stop (demand already granted) are dropped unstarted.
+   *
+   * @param source the source
+   * @param <D> the item type
+   * @return the gated source
+   */
+  public <D> Flux<D> gate(Publisher<? extends D> source) {
+    return new FluxOperator<D, D>(Flux.from(source)) {
+      @Override
+      public void subscribe(CoreSubscriber<? super D> actual) {
+        this.source.subscribe(new Gate<>(actual));
+      }
+    };
+  }
+
+  /**
+   * One message's processing, started unless the stop began.
+   *
+   * @param item the message, told to the not-started callback when it does not start
+   * @param work the processing
+   * @param <R> its result
+   * @return the work, or empty without running it after the stop
+   */
+  public <R> Mono<R> run(Object item, Mono<R> work) {
+    return Mono.defer(() -> {
+      Flight flight = tryStart(1);
+      if (flight == null) {
+        notStarted.accept(item);
+        return Mono.empty();
+      }
+      return work.contextWrite(Context.of(FLIGHT_KEY, flight))
+          .takeUntilOther(flight.abandon.asMono())
+          .doOnNext(result -> flight.emitted++)
+          .doFinally(signal -> finish(flight, signal));
+    });
+  }
+
+  /**
+   * A batch's processing, started unless the stop began.
+   *
+   * @param items the batch's messages, each counted
+   * @param work the processing, emitting at most one result per message
+   * @param <R> the result type
+   * @return the work, or empty without running it after the stop
+   */
+  public <R> Flux<R> runBatch(List<?> items, Supplier<Flux<R>> work) {
+    return Flux.defer(() -> {
+      Flight flight = tryStart(items.size());
+      if (flight == null) {
+        items.forEach(notStarted);
+        return Flux.empty();
+      }
+      return work.get().contextWrite(Context.of(FLIGHT_KEY, flight))
+          .takeUntilOther(flight.abandon.asMono())
+          .doOnNext(result -> flight.emitted++)
+          .doFinally(signal -> finish(flight, signal));
+    });
+  }
+
+  /**
+   * The stream, completed normally once the stop is over, and reported.
+   *
+   * @param outcomes the stream
+   * @param <O> the outcome type
+   * @return the stream that completes after the stop
+   */
+  public <O> Flux<O> untilStopped(Flux<O> outcomes) {
+    return outcomes.takeUntilOther(done.asMono()).doFinally(this::terminated);
+  }
+
+  /**
+   * A retry backoff: {@code Mono.delay(wait)}, except that a message of a stopping stream is
+   * abandoned at once instead (no transaction is open while it waits).
+   *
+   * @param wait the backoff
+   * @return the delay
+   */
+  public static Mono<Long> backoff(Duration wait) {
+    return Mono.deferContextual(context -> {
+      Object flight = context.getOrDefault(FLIGHT_KEY, null);
+      return flight instanceof Flight f ? f.sleep(wait) : Mono.delay(wait);
+    });
+  }
+
+  /**
+   * Tells whether the stop began.
+   *
+   * @return whether it began
+   */
+  public boolean isStopping() {
+    return stopping;
+  }
+
+  /**
+   * The report, once the stream terminated.
+   *
+   * @return the report
+   */
+  public Mono<ShutdownReport> report() {
+    return report.asMono();
+  }
+
+  /**
+   * Begins the stop: nothing starts any more, messages waiting in a backoff are abandoned, and the
+   * stream ends when the rest finished or the grace period ran out.
+   *
+   * @param gracePeriod how long messages in flight may take
+   */
+  public void stop(Duration gracePeriod) {
+    List<Flight> backingOff = new ArrayList<>();
+    int running;
+    synchronized (this) {
+      if (stopping || terminated) {
+        return;
+      }
+      stopping = true;
+      stopAt = System.nanoTime();
+      grace = gracePeriod;
+      running = inFlight;
+      for (Flight flight : flights) {
+        if (flight.inBackoff) {
+          backingOff.add(flight);
+        }
+      }
+    }
+    log.info("Consumer '{}' stopping gracefully: {} message(s) in flight ({} waiting in a retry backoff, abandoned now), "
+        + "grace period {} ms; no new message starts", consumer, running, backingOff.size(), gracePeriod.toMillis());
+    backingOff.forEach(Flight::abandon);
+    boolean idle;
+    synchronized (this) {
+      idle = inFlight == 0;
+      if (!idle) {
+        graceTimer = Mono.delay(gracePeriod).subscribe(ignored -> graceRanOut());
+      }
+    }
+    if (idle) {
+      done.tryEmitEmpty();
+    }
+  }
+
+  private void graceRanOut() {
+    int left;
+    synchronized (this) {
+      if (terminated || inFlight == 0) {
+        return;
+      }
+      graceExpired = true;
+      left = inFlight;
+    }
+    log.info("Consumer '{}': the grace period ran out with {} message(s) in flight; cancelling them "
+        + "(their transactions roll back, they stay unacknowledged)", consumer, left);
+    done.tryEmitEmpty();
+  }
+
+  private synchronized Flight tryStart(int messages) {
+    if (stopping) {
+      return null;
+    }
+    started += messages;
+    inFlight += messages;
+    Flight flight = new Flight(messages);
+    flights.add(flight);
+    return flight;
+  }
+
+  private void finish(Flight flight, SignalType signal) {
+    boolean idle;
+    synchronized (this) {
+      if (!flights.remove(flight)) {
+        return;
+      }
+      inFlight -= flight.messages;
+      if (stopping) {
+        if (signal == SignalType.CANCEL || flight.abandoned) {
+          int emitted = Math.min(flight.emitted, flight.messages);
+          completedAfterStop += emitted;
+          abandonedAfterStop += flight.messages - emitted;
+        } else {
+          completedAfterStop += flight.messages;
+        }
+      }
+      idle = stopping && inFlight == 0;
+    }
+    if (idle) {
+      done.tryEmitEmpty();
+    }
+  }
+
+  private void terminated(SignalType signal) {
+    ShutdownReport result;
+    boolean wasStopping;
+    synchronized (this) {
+      if (terminated) {
+        return;
+      }
+      terminated = true;
+      wasStopping = stopping;
+      if (graceTimer != null) {
+        graceTimer.dispose();
+      }
+      // Flights still registered were cut off with the stream (a cancel from downstream).
+      for (Flight flight : flights) {
+        abandonedAfterStop += wasStopping ? flight.messages - Math.min(flight.emitted, flight.messages) : 0;
+      }
+      flights.clear();
+      long unstarted = Math.max(0, received - started);
+      result = new ShutdownReport(completedAfterStop, abandonedAfterStop, (int) Math.min(Integer.MAX_VALUE, unstarted),
+          !graceExpired, wasStopping ? Duration.ofNanos(System.nanoTime() - stopAt) : Duration.ZERO);
+    }
+    detach.accept(this);
+    if (wasStopping) {
+      log.info("Consumer '{}' stopped ({}): {} in-flight message(s) completed, {} abandoned, {} received but not started, "
+          + "{} the grace period of {} ms, took {} ms", consumer, signal, result.completedInFlight(), result.abandonedInFlight(),
+          result.notStarted(), result.withinGracePeriod() ? "within" : "after", grace.toMillis(), result.took().toMillis());
+    }
+    report.tryEmitValue(result);
+  }
+
+  /** One message or batch in flight. */
+  private final class Flight {
+    final int messages;
+    final Sinks.Empty<Void> abandon = Sinks.empty();
+    volatile int emitted;
+    volatile boolean inBackoff;
+    volatile boolean abandoned;
+
+    Flight(int messages) {
+      this.messages = messages;
+    }
+
+    Mono<Long> sleep(Duration wait) {
+      return Mono.defer(() -> {
+        boolean now;
+        synchronized (StopControl.this) {
+          inBackoff = true;
+          now = stopping;
+        }
+        if (now) {
+          abandon();
+          return Mono.<Long>never();
+        }
+        return Mono.delay(wait).doFinally(signal -> inBackoff = false);
+      });
+    }
+
+    void abandon() {
+      abandoned = true;
+      abandon.tryEmitEmpty();
+    }
+  }
+
+  /** Counts what the source emits; stops requesting, and drops what arrives, once the stop began. */
+  private final class Gate<D> implements CoreSubscriber<D>, Subscription {
+    private final CoreSubscriber<? super D> actual;
+    private Subscription upstream;
+
+    Gate(CoreSubscriber<? super D> actual) {
+      this.actual = actual;
+    }
+
+    @Override
+    public Context currentContext() {
+      return actual.currentContext();
+    }
+
+    @Override
+    public void onSubscribe(Subscription s) {
+      this.upstream = s;
+      actual.onSubscribe(this);
+    }
+
+    @Override
+    public void onNext(D item) {
+      boolean pass;
+      synchronized (StopControl.this) {
+        received++;
+        pass = !stopping;
+      }
+      if (pass) {
+        actual.onNext(item);
+      } else {
+        notStarted.accept(item);
+      }
+    }
+
+    @Override
+    public void onError(Throwable error) {
+      actual.onError(error);
+    }
+
+    @Override
+    public void onComplete() {
+      actual.onComplete();
+    }
+
+    @Override
+    public void request(long n) {
+      if (!stopping) {
+        upstream.request(n);
+      }
+    }
+
+    @Override
+    public void cancel() {
+      upstream.cancel();
+    }
+  }
+}

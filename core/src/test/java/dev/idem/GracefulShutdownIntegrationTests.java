@@ -1,0 +1,245 @@
+package dev.idem;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import dev.idem.postgres.PostgresInbox;
+import dev.idem.testing.PostgresService;
+import dev.idem.testing.TestDelivery;
+import io.r2dbc.pool.ConnectionPool;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import reactor.core.publisher.SignalType;
+
+/**
+ * {@link GracefulShutdown} against a real PostgreSQL, per message and batched: a stop with enough
+ * grace rolls nothing back, a stop with too little loses nothing.
+ */
+class GracefulShutdownIntegrationTests {
+
+  private static final Duration TIMEOUT = Duration.ofSeconds(60);
+
+  private final PostgresService postgres = PostgresService.get();
+  private ConnectionPool pool;
+  private PostgresInbox inbox;
+  private String effects;
+  private String consumer;
+  /** Ids whose handler began, in any attempt. */
+  private final Set<String> handlerStarted = ConcurrentHashMap.newKeySet();
+
+  @BeforeEach
+  void setUp() {
+    pool = postgres.pool(16);
+    inbox = PostgresInbox.create(pool, PostgresService.uniqueName("inbox"));
+    inbox.createSchemaIfAbsent().block(TIMEOUT);
+    effects = PostgresService.uniqueName("effects");
+    consumer = PostgresService.uniqueName("consumer");
+    postgres.execute("CREATE TABLE " + effects + " (seq bigserial PRIMARY KEY, message_id text NOT NULL, v int)");
+  }
+
+  @AfterEach
+  void tearDown() {
+    postgres.execute("DROP TABLE IF EXISTS " + effects, "DROP TABLE IF EXISTS " + inbox.table());
+    pool.dispose();
+  }
+
+  /** Writes the effect, then lingers inside the transaction for {@code linger}. */
+  private Handler<Integer> effectThenLinger(Duration linger) {
+    return (value, tx) -> {
+      handlerStarted.add(tx.messageId());
+      return tx.sql("INSERT INTO " + effects + " (message_id, v) VALUES ($1, $2)").bind(0, tx.messageId()).bind(1, value)
+          .execute().then(Mono.delay(linger));
+    };
+  }
+
+  private IdempotentConsumer<Integer> consumer(Handler<Integer> handler, int maxBatchSize) {
+    return IdempotentConsumer.<Integer>named(consumer).inbox(inbox).handler(handler)
+        .concurrency(4).prefetch(16).maxBatchSize(maxBatchSize).ordering(Ordering.UNORDERED)
+        .retry(RetryPolicy.backoff(3, Duration.ofMillis(10)))
+        .build();
+  }
+
+  private static List<TestDelivery<Integer>> deliveries(int n) {
+    List<TestDelivery<Integer>> all = new ArrayList<>();
+    for (int i = 0; i < n; i++) {
+      all.add(TestDelivery.of("m-" + i, i));
+    }
+    return all;
+  }
+
+  private long effects(String id) {
+    return postgres.count("SELECT count(*) FROM " + effects + " WHERE message_id = $1", id);
+  }
+
+  private long inboxRows(String id) {
+    return postgres.count("SELECT count(*) FROM " + inbox.table() + " WHERE consumer = $1 AND message_id = $2", consumer, id);
+  }
+
+  /** A running stream: its outcomes, how it ended, and whether its source was cancelled. */
+  private static final class Running {
+    final List<Outcome<Integer>> outcomes = new CopyOnWriteArrayList<>();
+    final AtomicReference<SignalType> ended = new AtomicReference<>();
+    final AtomicBoolean sourceCancelled = new AtomicBoolean();
+    final AtomicReference<Throwable> error = new AtomicReference<>();
+  }
+
+  private Running start(IdempotentConsumer<Integer> idem, List<TestDelivery<Integer>> deliveries, GracefulShutdown shutdown) {
+    Running running = new Running();
+    // A source that never completes by itself, like a broker's.
+    Flux<Delivery<Integer>> source = Flux.<Delivery<Integer>>fromIterable(deliveries).concatWith(Flux.never())
+        .doOnCancel(() -> running.sourceCancelled.set(true));
+    idem.process(source, shutdown)
+        .doFinally(running.ended::set)
+        .subscribe(running.outcomes::add, running.error::set);
+    return running;
+  }
+
+  @ParameterizedTest(name = "maxBatchSize={0}")
+  @ValueSource(ints = {1, 8})
+  void stopWithEnoughGraceLetsEveryStartedMessageCommitAndAckAndRollsNothingBack(int maxBatchSize) {
+    List<TestDelivery<Integer>> deliveries = deliveries(200);
+    GracefulShutdown shutdown = GracefulShutdown.create();
+    Running running = start(consumer(effectThenLinger(Duration.ofMillis(200)), maxBatchSize), deliveries, shutdown);
+    await().atMost(TIMEOUT).until(() -> running.outcomes.size() >= 8);
+
+    ShutdownReport report = shutdown.stop(Duration.ofSeconds(10)).block(TIMEOUT);
+
+    assertThat(report).isNotNull();
+    assertThat(running.ended.get()).isEqualTo(SignalType.ON_COMPLETE);
+    assertThat(running.error.get()).isNull();
+    assertThat(running.sourceCancelled.get()).isTrue();
+    assertThat(report.abandonedInFlight()).isZero();
+    assertThat(report.withinGracePeriod()).isTrue();
+    assertThat(report.completedInFlight()).isPositive();
+    // Every message whose handler ran committed exactly one effect and one inbox row, and was acked: nothing rolled back.
+    assertThat(handlerStarted).isNotEmpty();
+    for (TestDelivery<Integer> d : deliveries) {
+      boolean started = handlerStarted.contains(d.id());
+      assertThat(effects(d.id())).as("effects of %s", d.id()).isEqualTo(started ? 1 : 0);
+      assertThat(inboxRows(d.id())).as("inbox rows of %s", d.id()).isEqualTo(started ? 1 : 0);
+      assertThat(d.ackCount()).as("acks of %s", d.id()).isEqualTo(started ? 1 : 0);
+    }
+    assertThat(running.outcomes).hasSize(handlerStarted.size());
+    assertThat(running.outcomes).allMatch(o -> o.status() == Outcome.Status.PROCESSED);
+    assertThat(report.notStarted()).isPositive();
+    assertThat(report.notStarted()).isLessThanOrEqualTo(deliveries.size() - handlerStarted.size());
+    // The same result for a second call.
+    assertThat(shutdown.stop(Duration.ZERO).block(TIMEOUT)).isEqualTo(report);
+    assertThat(shutdown.isStopping()).isTrue();
+  }
+
+  @ParameterizedTest(name = "maxBatchSize={0}")
+  @ValueSource(ints = {1, 8})
+  void stopWithTooShortGraceAbandonsInFlightMessagesWhichLeaveNoTraceAndApplyOnceWhenRedelivered(int maxBatchSize) {
+    List<TestDelivery<Integer>> deliveries = deliveries(20);
+    GracefulShutdown shutdown = GracefulShutdown.create();
+    Running running = start(consumer(effectThenLinger(Duration.ofSeconds(5)), maxBatchSize), deliveries, shutdown);
+    await().atMost(TIMEOUT).until(() -> handlerStarted.size() >= 4);
+
+    ShutdownReport report = shutdown.stop(Duration.ofMillis(200)).block(TIMEOUT);
+
+    assertThat(report).isNotNull();
+    assertThat(running.ended.get()).isEqualTo(SignalType.ON_COMPLETE);
+    assertThat(report.withinGracePeriod()).isFalse();
+    assertThat(report.abandonedInFlight()).isPositive();
+    assertThat(running.outcomes).isEmpty();
+    for (TestDelivery<Integer> d : deliveries) {
+      assertThat(d.ackCount()).as("acks of %s", d.id()).isZero();
+    }
+    // Rolled back: no effect, no inbox row (the rollback may still be on its way to the server).
+    await().atMost(TIMEOUT).untilAsserted(() -> {
+      for (TestDelivery<Integer> d : deliveries) {
+        assertThat(effects(d.id())).as("effects of %s", d.id()).isZero();
+        assertThat(inboxRows(d.id())).as("inbox rows of %s", d.id()).isZero();
+      }
+    });
+
+    // The broker redelivers everything; a later run applies each message once.
+    List<TestDelivery<Integer>> redelivered = deliveries.stream().map(TestDelivery::redelivered).toList();
+    GracefulShutdown second = GracefulShutdown.create();
+    Running rerun = start(consumer(effectThenLinger(Duration.ZERO), maxBatchSize), redelivered, second);
+    await().atMost(TIMEOUT).until(() -> rerun.outcomes.size() == redelivered.size());
+    ShutdownReport idle = second.stop(Duration.ofSeconds(10)).block(TIMEOUT);
+    assertThat(idle.abandonedInFlight()).isZero();
+    for (TestDelivery<Integer> d : redelivered) {
+      assertThat(effects(d.id())).as("effects of %s", d.id()).isEqualTo(1);
+      assertThat(inboxRows(d.id())).as("inbox rows of %s", d.id()).isEqualTo(1);
+      assertThat(d.ackCount()).isEqualTo(1);
+    }
+  }
+
+  @ParameterizedTest(name = "maxBatchSize={0}")
+  @ValueSource(ints = {1, 8})
+  void aMessageWaitingInRetryBackoffIsAbandonedAtOnceNotWaitedFor(int maxBatchSize) {
+    AtomicInteger attempts = new AtomicInteger();
+    Handler<Integer> failsOnce = (value, tx) -> {
+      attempts.incrementAndGet();
+      return Mono.error(new IllegalStateException("transient"));
+    };
+    IdempotentConsumer<Integer> idem = IdempotentConsumer.<Integer>named(consumer).inbox(inbox).handler(failsOnce)
+        .maxBatchSize(maxBatchSize).retry(RetryPolicy.backoff(5, Duration.ofMinutes(10))).build();
+    TestDelivery<Integer> delivery = TestDelivery.of("m-backoff", 1);
+    GracefulShutdown shutdown = GracefulShutdown.create();
+    Running running = start(idem, List.of(delivery), shutdown);
+    await().atMost(TIMEOUT).until(() -> attempts.get() == 1);
+
+    // A grace period longer than the test's timeout: only abandoning the backoff ends the stop in time.
+    ShutdownReport report = shutdown.stop(Duration.ofMinutes(5)).block(TIMEOUT);
+
+    assertThat(report.abandonedInFlight()).isEqualTo(1);
+    assertThat(report.completedInFlight()).isZero();
+    assertThat(report.withinGracePeriod()).isTrue();
+    assertThat(running.ended.get()).isEqualTo(SignalType.ON_COMPLETE);
+    assertThat(running.outcomes).isEmpty();
+    assertThat(delivery.ackCount()).isZero();
+    assertThat(delivery.deadLetter()).isNull();
+    assertThat(attempts.get()).isEqualTo(1);
+  }
+
+  @Test
+  void stopBeforeSubscribingEndsTheStreamAtOnceWithoutTouchingTheSource() {
+    GracefulShutdown shutdown = GracefulShutdown.create();
+    ShutdownReport report = shutdown.stop(Duration.ofSeconds(1)).block(TIMEOUT);
+    assertThat(report).isEqualTo(new ShutdownReport(0, 0, 0, true, Duration.ZERO));
+
+    AtomicBoolean subscribed = new AtomicBoolean();
+    Flux<Delivery<Integer>> source = Flux.<Delivery<Integer>>never().doOnSubscribe(s -> subscribed.set(true));
+    List<Outcome<Integer>> outcomes = consumer(effectThenLinger(Duration.ZERO), 1).process(source, shutdown)
+        .collectList().block(TIMEOUT);
+
+    assertThat(outcomes).isEmpty();
+    assertThat(subscribed.get()).isFalse();
+  }
+
+  @Test
+  void stopOfAnIdleStreamCompletesItAndReportsNothingInFlight() {
+    List<TestDelivery<Integer>> deliveries = deliveries(5);
+    GracefulShutdown shutdown = GracefulShutdown.create();
+    Running running = start(consumer(effectThenLinger(Duration.ZERO), 1), deliveries, shutdown);
+    await().atMost(TIMEOUT).until(() -> running.outcomes.size() == 5);
+
+    ShutdownReport report = shutdown.stop(Duration.ofSeconds(30)).block(TIMEOUT);
+
+    assertThat(report.completedInFlight()).isZero();
+    assertThat(report.abandonedInFlight()).isZero();
+    assertThat(report.notStarted()).isZero();
+    assertThat(report.withinGracePeriod()).isTrue();
+    assertThat(running.ended.get()).isEqualTo(SignalType.ON_COMPLETE);
+    assertThat(running.sourceCancelled.get()).isTrue();
+    deliveries.forEach(d -> assertThat(effects(d.id())).isEqualTo(1));
+  }
+}
