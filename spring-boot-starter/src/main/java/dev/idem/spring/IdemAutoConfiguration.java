@@ -7,6 +7,7 @@ import dev.idem.TransactionRunner;
 import dev.idem.postgres.PostgresInbox;
 import dev.idem.spring.internal.ConfiguredConsumers;
 import dev.idem.spring.internal.ConsumerTracker;
+import io.micrometer.observation.ObservationRegistry;
 import io.r2dbc.spi.ConnectionFactory;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -39,7 +40,9 @@ import org.springframework.util.ClassUtils;
  *       {@link SpringTransactionRunner} (unless the application has a {@link TransactionRunner}
  *       bean, which then serves every consumer), the Micrometer meters of
  *       {@code dev.idem.micrometer.MicrometerConsumerMetrics} on the application's
- *       {@code MeterRegistry} when there is one, started and stopped with the context;</li>
+ *       {@code MeterRegistry} when there is one, one Micrometer observation per message on the
+ *       application's {@code ObservationRegistry} when there is one (tracing: the trace continues
+ *       from the message's {@code traceparent} header), started and stopped with the context;</li>
  *   <li>with {@code spring-boot-health} on the class path, the health contributor {@code idem}
  *       with one {@link IdemHealthIndicator} per consumer ({@code /actuator/health/idem/<name>}).</li>
  * </ul>
@@ -78,6 +81,7 @@ public class IdemAutoConfiguration {
    * @param connectionFactory the application's connection factory
    * @param definitions consumers declared as beans
    * @param transactionRunner a transaction runner of the application's, if any
+   * @param observationRegistry the application's observation registry, if any: one observation per message
    * @param beanFactory for handler and decoder beans, and the meter registry
    * @param environment for {@code spring.kafka.bootstrap-servers}
    * @return the consumers
@@ -86,20 +90,21 @@ public class IdemAutoConfiguration {
   @ConditionalOnMissingBean
   public IdemConsumers idemConsumers(IdemProperties properties, PostgresInbox inbox, ConnectionFactory connectionFactory,
       ObjectProvider<IdemConsumerDefinition<?>> definitions, ObjectProvider<TransactionRunner> transactionRunner,
-      ConfigurableListableBeanFactory beanFactory, Environment environment) {
+      ObjectProvider<ObservationRegistry> observationRegistry, ConfigurableListableBeanFactory beanFactory, Environment environment) {
     Object meterRegistry = meterRegistry(beanFactory);
     List<IdemConsumerDefinition<?>> all = new ArrayList<>(ConfiguredConsumers.definitions(properties, beanFactory, environment, meterRegistry));
     definitions.orderedStream().forEach(all::add);
     TransactionRunner shared = transactionRunner.getIfAvailable();
+    ObservationRegistry observations = observationRegistry.getIfAvailable();
     List<ManagedConsumer> consumers = new ArrayList<>();
     for (IdemConsumerDefinition<?> definition : all) {
-      consumers.add(managed(definition, inbox, connectionFactory, shared, meterRegistry));
+      consumers.add(managed(definition, inbox, connectionFactory, shared, meterRegistry, observations));
     }
     return new IdemConsumers(consumers, inbox, properties.getInbox().isCreateSchema(), properties.isAutoStartup());
   }
 
   private static <T> ManagedConsumer managed(IdemConsumerDefinition<T> definition, PostgresInbox inbox, ConnectionFactory connectionFactory,
-      TransactionRunner shared, Object meterRegistry) {
+      TransactionRunner shared, Object meterRegistry, ObservationRegistry observations) {
     TransactionRunner runner = shared != null ? shared
         : new SpringTransactionRunner(connectionFactory, ServerTimeouts.derivedFrom(definition.transactionTimeout()));
     ConsumerTracker tracker = new ConsumerTracker(meterRegistry != null ? Meters.metrics(meterRegistry, definition.name()) : ConsumerMetrics.NONE);
@@ -108,6 +113,9 @@ public class IdemAutoConfiguration {
         .transactionRunner(runner)
         .transactionTimeout(definition.transactionTimeout())
         .metrics(tracker);
+    if (observations != null) {
+      builder.observationRegistry(observations);
+    }
     IdempotentConsumer<T> consumer = definition.applyTo(builder).build();
     return new ManagedConsumer(definition, consumer, tracker);
   }

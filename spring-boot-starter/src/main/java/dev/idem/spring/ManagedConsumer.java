@@ -1,9 +1,12 @@
 package dev.idem.spring;
 
+import dev.idem.GracefulShutdown;
 import dev.idem.IdempotentConsumer;
+import dev.idem.ShutdownReport;
 import dev.idem.spring.internal.ConsumerTracker;
 import java.time.Duration;
 import java.util.Objects;
+import java.util.Optional;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.Disposable;
@@ -36,6 +39,7 @@ public final class ManagedConsumer {
   private final ConsumerTracker tracker;
   private volatile State state = State.NOT_STARTED;
   private volatile Throwable failure;
+  private volatile ShutdownReport lastShutdown;
   private Running<?> running;
 
   <T> ManagedConsumer(IdemConsumerDefinition<T> definition, IdempotentConsumer<T> consumer, ConsumerTracker tracker) {
@@ -109,6 +113,16 @@ public final class ManagedConsumer {
   }
 
   /**
+   * What the last graceful stop did: messages in flight that completed within the grace period,
+   * those abandoned (rolled back, redelivered later), those received and never started.
+   *
+   * @return the report, empty before the first stop
+   */
+  public Optional<ShutdownReport> lastShutdownReport() {
+    return Optional.ofNullable(lastShutdown);
+  }
+
+  /**
    * The definition the consumer was built from.
    *
    * @return the definition
@@ -135,7 +149,7 @@ public final class ManagedConsumer {
       KafkaClientsVersion.checkClassPath();
     }
     Running<T> r = new Running<>(source);
-    r.subscription = ((IdempotentConsumer<T>) pipeline).process(source.receive())
+    r.subscription = ((IdempotentConsumer<T>) pipeline).process(source.receive(), r.shutdown)
         .subscribe(outcome -> {}, this::ended, () -> ended(null));
     return r;
   }
@@ -151,8 +165,9 @@ public final class ManagedConsumer {
   }
 
   /**
-   * Stops taking messages, gives those in flight the definition's grace period, then cancels the
-   * rest and closes the source.
+   * Stops taking messages, gives those in flight the definition's grace period to commit and
+   * settle ({@link GracefulShutdown}), cancels the rest (rolled back, redelivered later), then
+   * closes the source.
    */
   Mono<Void> stop() {
     Running<?> r;
@@ -166,13 +181,25 @@ public final class ManagedConsumer {
         state = State.STOPPING;
       }
     }
-    return Mono.fromRunnable(() -> r.subscription.dispose())
-        .then(Mono.fromRunnable(() -> close(r)))
+    return r.shutdown.stop(definition.shutdownGracePeriod())
+        .doOnNext(report -> {
+          lastShutdown = report;
+          log.info("Idem consumer '{}' stopped: {} in flight completed, {} abandoned (rolled back, redelivered later), "
+              + "{} received and not started, within the grace period: {}", name(), report.completedInFlight(),
+              report.abandonedInFlight(), report.notStarted(), report.withinGracePeriod());
+        })
+        .onErrorResume(error -> {
+          log.warn("Idem consumer '{}': the graceful stop failed ({}); cancelling", name(), error.toString());
+          return Mono.empty();
+        })
+        .then(Mono.fromRunnable(() -> {
+          r.subscription.dispose();
+          close(r);
+        }))
         .doFinally(signal -> {
           if (state == State.STOPPING) {
             state = State.STOPPED;
           }
-          log.info("Idem consumer '{}' stopped", name());
         })
         .then();
   }
@@ -192,6 +219,7 @@ public final class ManagedConsumer {
 
   private static final class Running<T> {
     final ConsumerSource<T> source;
+    final GracefulShutdown shutdown = GracefulShutdown.create();
     Disposable subscription;
 
     Running(ConsumerSource<T> source) {
