@@ -136,8 +136,6 @@ public final class ManagedConsumer {
       return;
     }
     running = startTyped(definition, consumer);
-    failure = null;
-    state = State.RUNNING;
     log.info("Idem consumer '{}' started on {}", name(), running.source);
   }
 
@@ -149,6 +147,9 @@ public final class ManagedConsumer {
       KafkaClientsVersion.checkClassPath();
     }
     Running<T> r = new Running<>(source);
+    failure = null;
+    // Before subscribing: a source that fails at once ends the stream inside subscribe().
+    state = State.RUNNING;
     r.subscription = ((IdempotentConsumer<T>) pipeline).process(source.receive(), r.shutdown)
         .subscribe(outcome -> {}, this::ended, () -> ended(null));
     return r;
