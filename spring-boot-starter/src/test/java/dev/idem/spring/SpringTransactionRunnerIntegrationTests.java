@@ -52,10 +52,12 @@ class SpringTransactionRunnerIntegrationTests {
 
   private static final PostgresService PG = PostgresService.get();
   private static final Duration TIMEOUT = Duration.ofSeconds(60);
+  /** This test's own pool, told apart from other sessions on the server. */
+  private static final String APPLICATION_NAME = PostgresService.uniqueName("idem_spring_runner");
 
   @DynamicPropertySource
   static void r2dbc(DynamicPropertyRegistry registry) {
-    registry.add("spring.r2dbc.url", PG::url);
+    registry.add("spring.r2dbc.url", () -> PG.url() + (PG.url().contains("?") ? "&" : "?") + "applicationName=" + APPLICATION_NAME);
     registry.add("spring.r2dbc.pool.max-size", () -> "8");
     registry.add("spring.r2dbc.pool.initial-size", () -> "1");
   }
@@ -169,22 +171,43 @@ class SpringTransactionRunnerIntegrationTests {
 
   @Test
   void aTransactionPastItsTimeoutIsRolledBackAndTheMessageAppliedOnceByTheNextAttempt() {
+    // The server's statement_timeout (derived from the 2 s transaction timeout) stops the statement.
+    slowFirstAttemptIsRolledBack(new SpringTransactionRunner(connectionFactory, ServerTimeouts.derivedFrom(Duration.ofSeconds(2))));
+  }
+
+  @Test
+  void aTransactionCancelledByTheClientTimeoutHasItsStatementCancelledAndIsRolledBack() {
+    // No server-side guard: the pipeline's timeout cancels the attempt, the runner sends a cancel
+    // request for the running statement, then ROLLBACK.
+    slowFirstAttemptIsRolledBack(new SpringTransactionRunner(connectionFactory, ServerTimeouts.none()));
+  }
+
+  private void slowFirstAttemptIsRolledBack(SpringTransactionRunner runner) {
     String id = PostgresService.uniqueName("m");
+    String marker = "sleep_" + id;
     AtomicInteger attempts = new AtomicInteger();
     Handler<String> slowFirst = (payload, tx) -> effects.save(new Effect(null, tx.messageId(), "attempt " + attempts.incrementAndGet()))
-        .then(attempts.get() == 1 ? db.sql("SELECT pg_sleep(30)").fetch().rowsUpdated().then() : Mono.empty());
+        .then(attempts.get() == 1 ? db.sql("SELECT pg_sleep(30), '" + marker + "'").fetch().rowsUpdated().then() : Mono.empty());
 
-    Outcome<String> outcome = pipeline(slowFirst, Duration.ofSeconds(2)).build()
+    Outcome<String> outcome = IdempotentConsumer.<String>named(consumer)
+        .inbox(inbox)
+        .transactionRunner(runner)
+        .transactionTimeout(Duration.ofSeconds(2))
+        .retry(new RetryPolicy(3, Duration.ofMillis(10), Duration.ofMillis(50), Duration.ofMillis(10), Duration.ofMillis(100)))
+        .handler(slowFirst)
+        .build()
         .process(Flux.just(new ObservingDelivery(id, "x"))).blockLast(TIMEOUT);
 
     assertThat(outcome.status()).isEqualTo(Outcome.Status.PROCESSED);
     assertThat(attempts.get()).isGreaterThanOrEqualTo(2);
     assertThat(PG.column("SELECT note FROM " + Effect.TABLE + " WHERE message_id = $1", id)).containsExactly("attempt " + attempts.get());
     assertThat(inboxRows(id)).isEqualTo(1);
-    // The pool still lends connections that are outside any transaction.
-    assertThat(db.sql("SELECT count(*) AS n FROM pg_stat_activity WHERE state = 'idle in transaction' AND datname = current_database()"
-        + " AND application_name = current_setting('application_name')").map(row -> row.get("n", Long.class)).one().block(TIMEOUT))
-        .isZero();
+    // The slow statement is not running any more (30 s would not have passed), and none of this
+    // test's pooled connections is left inside a transaction.
+    assertThat(PG.count("SELECT count(*) FROM pg_stat_activity WHERE query LIKE $1 AND state = 'active' AND pid <> pg_backend_pid()",
+        "%" + marker + "%")).isZero();
+    assertThat(PG.count("SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND state LIKE 'idle in transaction%'",
+        APPLICATION_NAME)).isZero();
   }
 
   @Test
