@@ -77,7 +77,14 @@ import reactor.util.retry.Retry;
  *       {@code concurrency} are in flight; demand, not memory, absorbs a backlog.</li>
  *   <li><b>Ordered</b> per the {@link Ordering} mode.</li>
  *   <li><b>Cancellation</b> of the returned {@code Flux} stops taking messages and rolls back
- *       transactions in flight; those messages stay unacknowledged and are redelivered.</li>
+ *       transactions in flight; those messages stay unacknowledged and are redelivered. A
+ *       {@link GracefulShutdown} given to {@link #process(Publisher, GracefulShutdown)} stops
+ *       instead: nothing new starts, what is in flight gets a grace period to commit and
+ *       settle, then the stream completes.</li>
+ *   <li><b>Metadata and tracing.</b> The handler sees its message's headers, key, partition,
+ *       timestamp, attempt and broker coordinates through {@link Tx#metadata()}; with an
+ *       {@link Builder#observationRegistry observation registry} each message is observed (see
+ *       {@link IdemObservations}), continuing the trace of its {@code traceparent} header.</li>
  * </ul>
  *
  * <p>Instances are immutable and thread-safe; {@link #process} may be called for several sources.
@@ -288,6 +295,12 @@ public final class IdempotentConsumer<T> {
     if (batch.size() == 1) {
       return handle(batch.get(0)).flux();
     }
+    return observations.isOn() ? observations.batch(batch, batchParts(batch), Outcome::delivery, o -> o.status().name())
+        : batchParts(batch);
+  }
+
+  /** {@link #processBatch} of two or more deliveries. */
+  private Flux<Outcome<T>> batchParts(List<Delivery<T>> batch) {
     List<Flux<Outcome<T>>> parts = new ArrayList<>();
     List<Delivery<T>> run = new ArrayList<>();
     for (Delivery<T> delivery : batch) {
@@ -391,7 +404,8 @@ public final class IdempotentConsumer<T> {
     }
     return Flux.range(0, run.size())
         .filter(i -> fresh.contains(run.get(i)))
-        .concatMap(i -> runHandler(run.get(i), new TxHandle(connection, run.get(i).id(), name, MessageMetadata.of(run.get(i))), i))
+        .concatMap(i -> observations.asCurrent(run.get(i),
+            runHandler(run.get(i), new TxHandle(connection, run.get(i).id(), name, MessageMetadata.of(run.get(i))), i)))
         .then();
   }
 
@@ -449,9 +463,10 @@ public final class IdempotentConsumer<T> {
 
   /**
    * Completes the sink when the handler's publisher completes; wraps its error as the handler's.
-   * A {@link reactor.core.CoreSubscriber} so that the handler's publisher sees the pipeline's
-   * Reactor context: a framework's transaction runner binds its transaction there (Spring's
-   * {@code TransactionalOperator} does), and the handler's repositories must find it.
+   * A {@link reactor.core.CoreSubscriber}, so that the handler's publisher sees the pipeline's
+   * Reactor context: the current observation, and the transaction a framework's transaction
+   * runner binds there (Spring's {@code TransactionalOperator} does), which the handler's
+   * repositories must find.
    */
   private static final class EffectSubscriber implements reactor.core.CoreSubscriber<Object> {
     private final reactor.core.publisher.MonoSink<Void> sink;

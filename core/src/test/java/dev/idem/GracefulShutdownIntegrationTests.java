@@ -24,6 +24,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.SignalType;
+import reactor.core.publisher.Sinks;
 
 /**
  * {@link GracefulShutdown} against a real PostgreSQL, per message and batched: a stop with enough
@@ -208,6 +209,44 @@ class GracefulShutdownIntegrationTests {
     assertThat(delivery.ackCount()).isZero();
     assertThat(delivery.deadLetter()).isNull();
     assertThat(attempts.get()).isEqualTo(1);
+  }
+
+  @Test
+  void aSplitBatchWhoseFailingMessageWaitsInBackoffIsAbandonedAtOnceWithTheRestOfItsBatch() {
+    Sinks.Empty<Void> releaseFirst = Sinks.empty();
+    AtomicInteger failures = new AtomicInteger();
+    Handler<Integer> handler = (value, tx) -> {
+      handlerStarted.add(tx.messageId());
+      if (value == 0) {
+        return releaseFirst.asMono().then(tx.sql("INSERT INTO " + effects + " (message_id, v) VALUES ($1, $2)")
+            .bind(0, tx.messageId()).bind(1, value).execute());
+      }
+      failures.incrementAndGet();
+      return Mono.error(new IllegalStateException("transient"));
+    };
+    // One lane: m-0 runs alone and holds the lane while m-1..m-4 queue; they then form one batch,
+    // m-1 fails, the batch splits and m-1 waits in a 10-minute backoff before m-2..m-4.
+    IdempotentConsumer<Integer> idem = IdempotentConsumer.<Integer>named(consumer).inbox(inbox).handler(handler)
+        .concurrency(1).prefetch(16).maxBatchSize(8).retry(RetryPolicy.backoff(5, Duration.ofMinutes(10))).build();
+    List<TestDelivery<Integer>> deliveries = deliveries(5);
+    GracefulShutdown shutdown = GracefulShutdown.create();
+    Running running = start(idem, deliveries, shutdown);
+    await().atMost(TIMEOUT).until(() -> handlerStarted.contains("m-0"));
+    releaseFirst.tryEmitEmpty();
+    await().atMost(TIMEOUT).until(() -> failures.get() >= 1);
+
+    ShutdownReport report = shutdown.stop(Duration.ofMinutes(5)).block(TIMEOUT);
+
+    assertThat(report.withinGracePeriod()).isTrue();
+    assertThat(report.abandonedInFlight()).isEqualTo(4);
+    assertThat(running.ended.get()).isEqualTo(SignalType.ON_COMPLETE);
+    assertThat(running.outcomes).extracting(o -> o.delivery().id()).containsExactly("m-0");
+    assertThat(effects("m-0")).isEqualTo(1);
+    for (TestDelivery<Integer> d : deliveries.subList(1, 5)) {
+      assertThat(d.ackCount()).as("acks of %s", d.id()).isZero();
+      assertThat(d.deadLetter()).isNull();
+      assertThat(inboxRows(d.id())).isZero();
+    }
   }
 
   @Test

@@ -5,9 +5,14 @@ import dev.idem.IdemObservations;
 import io.micrometer.observation.Observation;
 import io.micrometer.observation.ObservationRegistry;
 import io.micrometer.observation.transport.ReceiverContext;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.IdentityHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.function.Function;
 import java.util.function.Supplier;
+import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.SignalType;
 import reactor.util.context.ContextView;
@@ -26,6 +31,8 @@ public final class MessageObservations {
   public static final String CURRENT = "micrometer.observation";
 
   private static final String NONE = "NONE";
+  /** The context key of a batch's message observations. */
+  private static final String BATCH = MessageObservations.class.getName() + ".batch";
 
   private final ObservationRegistry registry;
   private final String consumer;
@@ -63,7 +70,12 @@ public final class MessageObservations {
     if (off) {
       return work;
     }
-    return Mono.defer(() -> {
+    return Mono.deferContextual(subscriber -> {
+      Observation ofBatch = ofBatch(subscriber, delivery);
+      if (ofBatch != null) {
+        // A message of an observed batch that is processed alone (a split batch): it has its observation.
+        return work.contextWrite(c -> c.put(CURRENT, ofBatch));
+      }
       Observation observation = start(delivery);
       String[] outcome = {NONE};
       return work.contextWrite(context -> context.put(CURRENT, observation))
@@ -74,26 +86,74 @@ public final class MessageObservations {
   }
 
   /**
-   * Starts a {@value IdemObservations#MESSAGE} observation, for a message of a batch.
+   * Observes a batch: one {@value IdemObservations#MESSAGE} observation per message, started now
+   * and stopped with its outcome (after a {@value IdemObservations#SETTLE} event), or without
+   * one when the batch ends first. Each message's handler runs with its observation current
+   * ({@link #asCurrent}); its transaction is marked by a {@value IdemObservations#TRANSACTION}
+   * event.
    *
-   * @param delivery the message
-   * @return the started observation, or {@code null} when off
+   * @param batch the messages
+   * @param work the batch's processing
+   * @param deliveryOf the message of an outcome
+   * @param status the outcome's status name
+   * @param <R> the outcome type
+   * @return the observed processing
    */
-  public Observation startMessage(Delivery<?> delivery) {
-    return off ? null : start(delivery);
+  public <R> Flux<R> batch(List<? extends Delivery<?>> batch, Flux<R> work, Function<R, Delivery<?>> deliveryOf,
+      Function<R, String> status) {
+    if (off) {
+      return work;
+    }
+    return Flux.defer(() -> {
+      Map<Delivery<?>, Observation> observations = Collections.synchronizedMap(new IdentityHashMap<>());
+      for (Delivery<?> delivery : batch) {
+        observations.putIfAbsent(delivery, start(delivery));
+      }
+      return work
+          .doOnNext(result -> {
+            Observation observation = observations.remove(deliveryOf.apply(result));
+            if (observation != null) {
+              observation.event(Observation.Event.of(IdemObservations.SETTLE));
+              stop(observation, status.apply(result), SignalType.ON_COMPLETE);
+            }
+          })
+          .doFinally(signal -> {
+            List<Observation> left;
+            synchronized (observations) {
+              left = new ArrayList<>(observations.values());
+              observations.clear();
+            }
+            left.forEach(observation -> stop(observation, NONE, signal));
+          })
+          .contextWrite(c -> c.put(BATCH, observations));
+    });
   }
 
   /**
-   * Stops a message observation of a batch.
+   * Runs a batch's message step with the message's observation current, marking its transaction.
    *
-   * @param observation the observation, or {@code null}
-   * @param status the outcome's status name, or {@code null} for none
-   * @param signal how the processing ended
+   * @param delivery the message
+   * @param work the step (its handler)
+   * @param <R> its value type
+   * @return the step
    */
-  public void stopMessage(Observation observation, String status, SignalType signal) {
-    if (observation != null) {
-      stop(observation, status == null ? NONE : status, signal);
+  public <R> Mono<R> asCurrent(Delivery<?> delivery, Mono<R> work) {
+    if (off) {
+      return work;
     }
+    return Mono.deferContextual(context -> {
+      Observation observation = ofBatch(context, delivery);
+      if (observation == null) {
+        return work;
+      }
+      observation.event(Observation.Event.of(IdemObservations.TRANSACTION));
+      return work.contextWrite(c -> c.put(CURRENT, observation));
+    });
+  }
+
+  private static Observation ofBatch(ContextView context, Delivery<?> delivery) {
+    Object batch = context.getOrDefault(BATCH, null);
+    return batch instanceof Map<?, ?> observations && observations.get(delivery) instanceof Observation o ? o : null;
   }
 
   private Observation start(Delivery<?> delivery) {
@@ -146,32 +206,6 @@ public final class MessageObservations {
           .doOnError(child::error)
           .doFinally(signal -> child.stop());
     });
-  }
-
-  /**
-   * Makes an observation current for a batch's message: in the Reactor context of {@code work}.
-   *
-   * @param observation the message's observation, or {@code null}
-   * @param work the work
-   * @param <R> its value type
-   * @return the work
-   */
-  public static <R> Mono<R> within(Observation observation, Mono<R> work) {
-    return observation == null ? work : work.contextWrite(c -> c.put(CURRENT, observation));
-  }
-
-  /**
-   * Records an event on each observation of a batch.
-   *
-   * @param observations the observations, entries may be {@code null}
-   * @param event the event name
-   */
-  public static void event(Iterable<Observation> observations, String event) {
-    for (Observation observation : observations) {
-      if (observation != null) {
-        observation.event(Observation.Event.of(event));
-      }
-    }
   }
 
   /**

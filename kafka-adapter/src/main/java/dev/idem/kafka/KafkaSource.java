@@ -58,6 +58,9 @@ import reactor.core.publisher.Flux;
  *   <li><b>Broker failures.</b> The Kafka client reconnects by itself; a consumer that failed for
  *       good is recreated with backoff and resumes from the committed offsets. Nothing is
  *       committed that was not settled.</li>
+ *   <li><b>Metadata.</b> {@link Delivery#brokerCoordinates()} gives the topic, partition and
+ *       offset under the keys of {@link dev.idem.MessageMetadata}; {@link Delivery#key()} is the
+ *       record key as UTF-8 (none for a keyless record).</li>
  *   <li><b>Ids and ordering.</b> {@link Delivery#id()} comes from the id header (default
  *       {@value KafkaSourceOptions#DEFAULT_MESSAGE_ID_HEADER}) or the configured extractor,
  *       else {@code topic/partition/offset}, which dedups broker redeliveries but not producer
@@ -111,7 +114,10 @@ public final class KafkaSource<T> implements AutoCloseable {
 
   /**
    * The records of the subscribed topics as deliveries. Subscribing joins the consumer group;
-   * cancelling commits the settled offsets and leaves the group. The stream does not end by
+   * cancelling first commits the acknowledged offsets (and waits for the broker's answer, up to
+   * {@link KafkaSourceOptions#closeTimeout()}), then closes the consumer, which leaves the group.
+   * So after a {@link dev.idem.GracefulShutdown graceful stop} the offsets of the messages
+   * completed during the grace period are committed, not redelivered. The stream does not end by
    * itself and does not error on broker failures: it reconnects.
    *
    * @return the deliveries
@@ -129,7 +135,12 @@ public final class KafkaSource<T> implements AutoCloseable {
     return options;
   }
 
-  /** Closes the dead-letter producer. Cancel the {@link #receive()} subscriptions first. */
+  /**
+   * Waits until the {@link #receive()} subscriptions cancelled before have committed their
+   * acknowledged offsets (each for at most {@link KafkaSourceOptions#closeTimeout()}; not when
+   * called on a non-blocking Reactor thread), then closes the dead-letter producer. Cancel the
+   * subscriptions first (for example by {@link dev.idem.GracefulShutdown#stop}).
+   */
   @Override
   public void close() {
     engine.close();

@@ -39,6 +39,12 @@ import reactor.core.publisher.Flux;
  *       exponential backoff ({@link RabbitSourceOptions#recoveryBackoff()}); the returned
  *       {@code Flux} does not complete or fail for it. Unacknowledged messages come back from the
  *       broker and are processed once. The client's own automatic recovery is switched off.</li>
+ *   <li><b>Graceful stop.</b> With {@link dev.idem.GracefulShutdown}, the acknowledgements of the
+ *       messages that finish during the grace period are sent on the still-open channel before
+ *       the stream cancels this source (which closes the channel); the messages received but not
+ *       started are requeued by the broker when it closes. Close the source after the stop.</li>
+ *   <li><b>Metadata.</b> {@link Delivery#brokerCoordinates()} gives the exchange, routing key,
+ *       queue, redelivered flag and delivery tag under the keys of {@link dev.idem.MessageMetadata}.</li>
  *   <li><b>Attempts.</b> {@link Delivery#deliveryAttempt()} comes from the {@code redelivered}
  *       flag and, on quorum queues, the {@code x-delivery-count} header.</li>
  *   <li><b>Dead letters</b> per {@link RabbitSourceOptions#deadLetterMode()}; by default a confirmed

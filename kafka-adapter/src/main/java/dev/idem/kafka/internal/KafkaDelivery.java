@@ -35,9 +35,10 @@ public final class KafkaDelivery<T> extends AbstractDelivery<T> {
   private final Throwable decodingFailure;
   private final DeadLetterPublisher publisher;
   private final CommitHolds holds;
+  private final CommitOnCancel.Acked acked;
 
   KafkaDelivery(ConsumerRecord<byte[], byte[]> record, ReceiverOffset offset, String id, String invalidId, T payload,
-      Throwable decodingFailure, DeadLetterPublisher publisher, CommitHolds holds) {
+      Throwable decodingFailure, DeadLetterPublisher publisher, CommitHolds holds, CommitOnCancel.Acked acked) {
     this.record = record;
     this.offset = offset;
     this.id = id;
@@ -46,6 +47,7 @@ public final class KafkaDelivery<T> extends AbstractDelivery<T> {
     this.decodingFailure = decodingFailure;
     this.publisher = publisher;
     this.holds = holds;
+    this.acked = acked;
   }
 
   /**
@@ -137,7 +139,10 @@ public final class KafkaDelivery<T> extends AbstractDelivery<T> {
 
   @Override
   protected Mono<Void> doAck() {
-    return Mono.fromRunnable(offset::acknowledge);
+    return Mono.fromRunnable(() -> {
+      offset.acknowledge();
+      acked.acknowledged(offset);
+    });
   }
 
   /**
@@ -157,6 +162,7 @@ public final class KafkaDelivery<T> extends AbstractDelivery<T> {
         })
         .then(Mono.fromRunnable(() -> {
           offset.acknowledge();
+          acked.acknowledged(offset);
           holds.settled(record);
         }));
   }

@@ -43,6 +43,7 @@ public final class SourceEngine<T> implements AutoCloseable {
   /** The commit holds of the live consumers, one per {@link #receive()} subscription. */
   private final Set<CommitHolds> liveHolds = ConcurrentHashMap.newKeySet();
   private final Runnable deadLetterFailed;
+  private final CommitOnCancel commitOnCancel;
 
   /**
    * @param options validated options
@@ -53,6 +54,7 @@ public final class SourceEngine<T> implements AutoCloseable {
     this.receiverOptions = receiverOptions(options);
     this.publisher = new DeadLetterPublisher(KafkaSender.create(senderOptions(options)), options::deadLetterTopic,
         options.messageIdHeader(), options.reconnectBackoff(), options.reconnectMaxBackoff());
+    this.commitOnCancel = new CommitOnCancel(options.groupId(), options.closeTimeout());
     this.deadLetterFailed = options.meterRegistry() == null ? () -> { }
         : MicrometerBinding.bindHolds(options.meterRegistry(), options.groupId(), this);
   }
@@ -135,8 +137,9 @@ public final class SourceEngine<T> implements AutoCloseable {
         holds.revoked(partitions.stream().map(ReceiverPartition::topicPartition).toList()));
     long every = options.heldCommitsLogInterval().toMillis();
     Disposable reports = Schedulers.parallel().schedulePeriodically(holds::report, every, every, TimeUnit.MILLISECONDS);
-    return KafkaReceiver.create(consumerOptions).receive(1)
-        .map(record -> toDelivery(record, holds))
+    CommitOnCancel.Acked acked = new CommitOnCancel.Acked();
+    return commitOnCancel.apply(KafkaReceiver.create(consumerOptions).receive(1), acked)
+        .map(record -> toDelivery(record, holds, acked))
         .doFinally(signal -> {
           reports.dispose();
           holds.close();
@@ -145,6 +148,10 @@ public final class SourceEngine<T> implements AutoCloseable {
   }
 
   Delivery<T> toDelivery(ReceiverRecord<byte[], byte[]> record, CommitHolds holds) {
+    return toDelivery(record, holds, new CommitOnCancel.Acked());
+  }
+
+  Delivery<T> toDelivery(ReceiverRecord<byte[], byte[]> record, CommitHolds holds, CommitOnCancel.Acked acked) {
     T payload = null;
     Throwable failure = null;
     if (record.value() != null) {
@@ -174,11 +181,16 @@ public final class SourceEngine<T> implements AutoCloseable {
           LogText.error(e));
       id = options.offsetFallbackId() ? MessageIds.offsetId(record.topic(), record.partition(), record.offset()) : null;
     }
-    return new KafkaDelivery<>(record, record.receiverOffset(), id, invalidId, payload, failure, publisher, holds);
+    return new KafkaDelivery<>(record, record.receiverOffset(), id, invalidId, payload, failure, publisher, holds, acked);
   }
 
+  /**
+   * Waits (up to the close timeout) until the consumers cancelled before committed their
+   * acknowledged offsets, then closes the dead-letter producer.
+   */
   @Override
   public void close() {
+    commitOnCancel.awaitCommits(options.closeTimeout());
     publisher.close();
   }
 }
