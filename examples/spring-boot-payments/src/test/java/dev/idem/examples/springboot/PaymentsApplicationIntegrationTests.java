@@ -6,6 +6,7 @@ import static org.awaitility.Awaitility.await;
 import dev.idem.kafka.testing.KafkaService;
 import dev.idem.spring.IdemConsumers;
 import dev.idem.spring.ManagedConsumer;
+import io.micrometer.core.instrument.MeterRegistry;
 import dev.idem.testing.PostgresService;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -56,6 +57,8 @@ class PaymentsApplicationIntegrationTests {
   ApplicationContext context;
   @Autowired
   IdemConsumers consumers;
+  @Autowired
+  MeterRegistry meters;
 
   @Test
   void everyPaymentIsAppliedOnceOffsetsAreCommittedAndHealthIsUp() {
@@ -94,5 +97,10 @@ class PaymentsApplicationIntegrationTests {
     assertThat(health.health().getStatus()).isEqualTo(Status.UP);
     assertThat(KAFKA.readAll(TOPIC + ".DLT")).isEmpty();
     assertThat(payments.state()).isEqualTo(ManagedConsumer.State.RUNNING);
+    // The consumer's meters on the application's registry.
+    assertThat(meters.get("idem.messages").tag("consumer", "payments").tag("outcome", "processed").counter().count())
+        .isEqualTo(PAYMENTS);
+    assertThat(meters.get("idem.messages").tag("consumer", "payments").tag("outcome", "duplicate").counter().count())
+        .isGreaterThanOrEqualTo(PAYMENTS / 10);
   }
 }
