@@ -11,6 +11,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.Disposable;
 import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Schedulers;
 
 /**
  * One consumer run by the starter: its pipeline, its source's subscription and what the health
@@ -193,10 +194,11 @@ public final class ManagedConsumer {
           log.warn("Idem consumer '{}': the graceful stop failed ({}); cancelling", name(), error.toString());
           return Mono.empty();
         })
+        // KafkaSource.close() waits for its last commit: not on the event-loop thread that ended the stream.
         .then(Mono.fromRunnable(() -> {
           r.subscription.dispose();
           close(r);
-        }))
+        }).subscribeOn(Schedulers.boundedElastic()))
         .doFinally(signal -> {
           if (state == State.STOPPING) {
             state = State.STOPPED;
