@@ -463,8 +463,10 @@ public final class IdempotentConsumer<T> {
 
   /**
    * Completes the sink when the handler's publisher completes; wraps its error as the handler's.
-   * It hands the pipeline's Reactor context (with the current observation) to the handler's
-   * publisher.
+   * A {@link reactor.core.CoreSubscriber}, so that the handler's publisher sees the pipeline's
+   * Reactor context: the current observation, and the transaction a framework's transaction
+   * runner binds there (Spring's {@code TransactionalOperator} does), which the handler's
+   * repositories must find.
    */
   private static final class EffectSubscriber implements reactor.core.CoreSubscriber<Object> {
     private final reactor.core.publisher.MonoSink<Void> sink;

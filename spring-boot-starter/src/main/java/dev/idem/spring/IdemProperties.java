@@ -1,0 +1,847 @@
+package dev.idem.spring;
+
+import dev.idem.IdempotentConsumer;
+import dev.idem.Ordering;
+import dev.idem.RetryPolicy;
+import dev.idem.postgres.PostgresInbox;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.springframework.boot.context.properties.ConfigurationProperties;
+
+/**
+ * Idem's configuration: the inbox table and the consumers declared under
+ * {@code idem.consumers.<name>.*}.
+ *
+ * <pre>{@code
+ * idem:
+ *   consumers:
+ *     payments:
+ *       handler: paymentHandler          # a bean implementing dev.idem.Handler or dev.idem.BatchHandler
+ *       payload-type: com.example.Payment # JSON through Jackson; "string" (default) or "bytes" otherwise
+ *       concurrency: 8
+ *       source:
+ *         type: kafka
+ *         bootstrap-servers: localhost:9092
+ *         topics: payments
+ * }</pre>
+ *
+ * <p>Every setting left out takes the default of the core or adapter option it maps to (named on
+ * each property). A consumer's name is its key under {@code idem.consumers}; it is the dedup key's
+ * consumer part, so renaming it makes every message new again.
+ */
+@ConfigurationProperties("idem")
+public class IdemProperties {
+
+  private final Inbox inbox = new Inbox();
+  private Map<String, Consumer> consumers = new LinkedHashMap<>();
+  private boolean autoStartup = true;
+
+  /** Creates the properties with their defaults. */
+  public IdemProperties() {}
+
+  /**
+   * Whether the consumers start with the application context. Default {@code true}; with
+   * {@code false} they start when {@link IdemConsumers#start()} is called.
+   *
+   * @return whether the consumers start by themselves
+   */
+  public boolean isAutoStartup() {
+    return autoStartup;
+  }
+
+  /**
+   * Sets whether the consumers start with the context.
+   *
+   * @param autoStartup whether the consumers start by themselves
+   */
+  public void setAutoStartup(boolean autoStartup) {
+    this.autoStartup = autoStartup;
+  }
+
+  /**
+   * The inbox table.
+   *
+   * @return the inbox settings
+   */
+  public Inbox getInbox() {
+    return inbox;
+  }
+
+  /**
+   * The consumers by name.
+   *
+   * @return the consumers, in declaration order
+   */
+  public Map<String, Consumer> getConsumers() {
+    return consumers;
+  }
+
+  /**
+   * Sets the consumers.
+   *
+   * @param consumers the consumers by name
+   */
+  public void setConsumers(Map<String, Consumer> consumers) {
+    this.consumers = consumers;
+  }
+
+  /** The inbox table ({@code idem.inbox.*}). */
+  public static class Inbox {
+    private String table = PostgresInbox.DEFAULT_TABLE;
+    private boolean createSchema = true;
+
+    /** Creates the settings with their defaults. */
+    public Inbox() {}
+
+    /**
+     * The table, a plain (optionally schema-qualified) SQL identifier. Default
+     * {@value PostgresInbox#DEFAULT_TABLE}.
+     *
+     * @return the table
+     */
+    public String getTable() {
+      return table;
+    }
+
+    /**
+     * Sets the table.
+     *
+     * @param table the table
+     */
+    public void setTable(String table) {
+      this.table = table;
+    }
+
+    /**
+     * Whether the table is created at start when it does not exist ({@code CREATE TABLE IF NOT
+     * EXISTS}, safe to run from several instances at once). Default {@code true}; turn it off when
+     * Flyway or Liquibase runs the shipped migration.
+     *
+     * @return whether to create the table
+     */
+    public boolean isCreateSchema() {
+      return createSchema;
+    }
+
+    /**
+     * Sets whether the table is created at start.
+     *
+     * @param createSchema whether to create the table
+     */
+    public void setCreateSchema(boolean createSchema) {
+      this.createSchema = createSchema;
+    }
+  }
+
+  /** One consumer ({@code idem.consumers.<name>.*}). */
+  public static class Consumer {
+    private boolean enabled = true;
+    private String handler;
+    private String payloadType = "string";
+    private String decoder;
+    private int concurrency = IdempotentConsumer.DEFAULT_CONCURRENCY;
+    private int prefetch = IdempotentConsumer.DEFAULT_PREFETCH;
+    private Ordering ordering = IdempotentConsumer.DEFAULT_ORDERING;
+    private int maxBatchSize = IdempotentConsumer.DEFAULT_MAX_BATCH_SIZE;
+    private Duration batchMaxWait = Duration.ZERO;
+    private Duration transactionTimeout = IdempotentConsumer.DEFAULT_TRANSACTION_TIMEOUT;
+    private Duration shutdownGracePeriod = IdemConsumerDefinition.DEFAULT_SHUTDOWN_GRACE_PERIOD;
+    private final Retry retry = new Retry();
+    private final Health health = new Health();
+    private final Source source = new Source();
+
+    /** Creates the settings with their defaults. */
+    public Consumer() {}
+
+    /**
+     * Whether the consumer runs. Default {@code true}.
+     *
+     * @return whether the consumer runs
+     */
+    public boolean isEnabled() {
+      return enabled;
+    }
+
+    /**
+     * Sets whether the consumer runs.
+     *
+     * @param enabled whether the consumer runs
+     */
+    public void setEnabled(boolean enabled) {
+      this.enabled = enabled;
+    }
+
+    /**
+     * The name of the bean that applies the effect: a {@code dev.idem.Handler} or a
+     * {@code dev.idem.BatchHandler}. Required.
+     *
+     * @return the bean name
+     */
+    public String getHandler() {
+      return handler;
+    }
+
+    /**
+     * Sets the handler bean's name.
+     *
+     * @param handler the bean name
+     */
+    public void setHandler(String handler) {
+      this.handler = handler;
+    }
+
+    /**
+     * How message bodies become payloads: {@code string} (UTF-8, the default), {@code bytes}
+     * (the raw body), or a fully qualified class name, read as JSON with the application's
+     * Jackson 3 {@code JsonMapper} (Jackson must be on the class path). A body that cannot be
+     * decoded is dead-lettered as an undecodable payload.
+     *
+     * @return the payload type
+     */
+    public String getPayloadType() {
+      return payloadType;
+    }
+
+    /**
+     * Sets the payload type.
+     *
+     * @param payloadType {@code string}, {@code bytes} or a class name
+     */
+    public void setPayloadType(String payloadType) {
+      this.payloadType = payloadType;
+    }
+
+    /**
+     * The name of a {@link MessageDecoder} bean that decodes bodies instead of
+     * {@link #getPayloadType() payload-type}. Default: none.
+     *
+     * @return the bean name, or {@code null}
+     */
+    public String getDecoder() {
+      return decoder;
+    }
+
+    /**
+     * Sets the decoder bean's name.
+     *
+     * @param decoder the bean name
+     */
+    public void setDecoder(String decoder) {
+      this.decoder = decoder;
+    }
+
+    /**
+     * Messages processed at once; keep it at most {@code spring.r2dbc.pool.max-size}. Default
+     * {@value IdempotentConsumer#DEFAULT_CONCURRENCY}.
+     *
+     * @return the concurrency
+     */
+    public int getConcurrency() {
+      return concurrency;
+    }
+
+    /**
+     * Sets the concurrency.
+     *
+     * @param concurrency at least 1
+     */
+    public void setConcurrency(int concurrency) {
+      this.concurrency = concurrency;
+    }
+
+    /**
+     * Messages requested ahead of processing, in the pipeline and at the source (Kafka's
+     * {@code max.poll.records}, RabbitMQ's {@code basic.qos}). Default
+     * {@value IdempotentConsumer#DEFAULT_PREFETCH}.
+     *
+     * @return the prefetch
+     */
+    public int getPrefetch() {
+      return prefetch;
+    }
+
+    /**
+     * Sets the prefetch.
+     *
+     * @param prefetch at least 1
+     */
+    public void setPrefetch(int prefetch) {
+      this.prefetch = prefetch;
+    }
+
+    /**
+     * Which messages may overlap. Default {@code by-key}.
+     *
+     * @return the ordering
+     */
+    public Ordering getOrdering() {
+      return ordering;
+    }
+
+    /**
+     * Sets the ordering.
+     *
+     * @param ordering {@code by-key}, {@code by-partition} or {@code unordered}
+     */
+    public void setOrdering(Ordering ordering) {
+      this.ordering = ordering;
+    }
+
+    /**
+     * The largest micro-batch sharing one transaction; 1 turns batching off. Default
+     * {@value IdempotentConsumer#DEFAULT_MAX_BATCH_SIZE}.
+     *
+     * @return the largest batch
+     */
+    public int getMaxBatchSize() {
+      return maxBatchSize;
+    }
+
+    /**
+     * Sets the largest batch.
+     *
+     * @param maxBatchSize at least 1
+     */
+    public void setMaxBatchSize(int maxBatchSize) {
+      this.maxBatchSize = maxBatchSize;
+    }
+
+    /**
+     * How long an idle batch lane waits for more messages. Default 0 (start at once).
+     *
+     * @return the wait
+     */
+    public Duration getBatchMaxWait() {
+      return batchMaxWait;
+    }
+
+    /**
+     * Sets the batch wait.
+     *
+     * @param batchMaxWait zero or positive
+     */
+    public void setBatchMaxWait(Duration batchMaxWait) {
+      this.batchMaxWait = batchMaxWait;
+    }
+
+    /**
+     * The longest time one transaction attempt may take; PostgreSQL's statement, lock and
+     * idle-in-transaction timeouts are derived from it. Default 60 s.
+     *
+     * @return the timeout
+     */
+    public Duration getTransactionTimeout() {
+      return transactionTimeout;
+    }
+
+    /**
+     * Sets the transaction timeout.
+     *
+     * @param transactionTimeout positive
+     */
+    public void setTransactionTimeout(Duration transactionTimeout) {
+      this.transactionTimeout = transactionTimeout;
+    }
+
+    /**
+     * How long messages in flight get to finish and settle when the application shuts down;
+     * what is still running then is rolled back and redelivered later. Keep it below
+     * {@code spring.lifecycle.timeout-per-shutdown-phase} (30 s by default). Default 20 s.
+     *
+     * @return the grace period
+     */
+    public Duration getShutdownGracePeriod() {
+      return shutdownGracePeriod;
+    }
+
+    /**
+     * Sets the shutdown grace period.
+     *
+     * @param shutdownGracePeriod zero or positive
+     */
+    public void setShutdownGracePeriod(Duration shutdownGracePeriod) {
+      this.shutdownGracePeriod = shutdownGracePeriod;
+    }
+
+    /**
+     * Retry settings.
+     *
+     * @return the retry settings
+     */
+    public Retry getRetry() {
+      return retry;
+    }
+
+    /**
+     * Health settings.
+     *
+     * @return the health settings
+     */
+    public Health getHealth() {
+      return health;
+    }
+
+    /**
+     * Where messages come from.
+     *
+     * @return the source settings
+     */
+    public Source getSource() {
+      return source;
+    }
+  }
+
+  /** Retries of a consumer ({@code idem.consumers.<name>.retry.*}); defaults of {@link RetryPolicy#defaults()}. */
+  public static class Retry {
+    private int maxAttempts = RetryPolicy.DEFAULT_MAX_ATTEMPTS;
+    private Duration firstBackoff = RetryPolicy.DEFAULT_FIRST_BACKOFF;
+    private Duration maxBackoff = RetryPolicy.DEFAULT_MAX_BACKOFF;
+    private Duration infrastructureBackoff = RetryPolicy.DEFAULT_FIRST_BACKOFF;
+    private Duration infrastructureMaxBackoff = RetryPolicy.DEFAULT_MAX_BACKOFF;
+    private int maxContentionRetries = RetryPolicy.DEFAULT_MAX_CONTENTION_RETRIES;
+
+    /** Creates the settings with their defaults. */
+    public Retry() {}
+
+    /**
+     * Attempts for retryable handler errors, counting the first, before the message is
+     * dead-lettered. Default {@value RetryPolicy#DEFAULT_MAX_ATTEMPTS}.
+     *
+     * @return the attempts
+     */
+    public int getMaxAttempts() {
+      return maxAttempts;
+    }
+
+    /**
+     * Sets the attempts.
+     *
+     * @param maxAttempts at least 1
+     */
+    public void setMaxAttempts(int maxAttempts) {
+      this.maxAttempts = maxAttempts;
+    }
+
+    /**
+     * The wait before the second attempt. Default 100 ms.
+     *
+     * @return the wait
+     */
+    public Duration getFirstBackoff() {
+      return firstBackoff;
+    }
+
+    /**
+     * Sets the first wait.
+     *
+     * @param firstBackoff positive
+     */
+    public void setFirstBackoff(Duration firstBackoff) {
+      this.firstBackoff = firstBackoff;
+    }
+
+    /**
+     * The longest wait between attempts. Default 5 s.
+     *
+     * @return the wait
+     */
+    public Duration getMaxBackoff() {
+      return maxBackoff;
+    }
+
+    /**
+     * Sets the longest wait.
+     *
+     * @param maxBackoff not shorter than the first
+     */
+    public void setMaxBackoff(Duration maxBackoff) {
+      this.maxBackoff = maxBackoff;
+    }
+
+    /**
+     * The first wait after an infrastructure error (retried without limit). Default 100 ms.
+     *
+     * @return the wait
+     */
+    public Duration getInfrastructureBackoff() {
+      return infrastructureBackoff;
+    }
+
+    /**
+     * Sets the first infrastructure wait.
+     *
+     * @param infrastructureBackoff positive
+     */
+    public void setInfrastructureBackoff(Duration infrastructureBackoff) {
+      this.infrastructureBackoff = infrastructureBackoff;
+    }
+
+    /**
+     * The longest wait while infrastructure stays broken. Default 5 s.
+     *
+     * @return the wait
+     */
+    public Duration getInfrastructureMaxBackoff() {
+      return infrastructureMaxBackoff;
+    }
+
+    /**
+     * Sets the longest infrastructure wait.
+     *
+     * @param infrastructureMaxBackoff not shorter than the first
+     */
+    public void setInfrastructureMaxBackoff(Duration infrastructureMaxBackoff) {
+      this.infrastructureMaxBackoff = infrastructureMaxBackoff;
+    }
+
+    /**
+     * Contention failures in a row (deadlock, serialization failure, lock timeout) retried
+     * without spending an attempt. Default {@value RetryPolicy#DEFAULT_MAX_CONTENTION_RETRIES}.
+     *
+     * @return the retries
+     */
+    public int getMaxContentionRetries() {
+      return maxContentionRetries;
+    }
+
+    /**
+     * Sets the contention retries.
+     *
+     * @param maxContentionRetries at least 0
+     */
+    public void setMaxContentionRetries(int maxContentionRetries) {
+      this.maxContentionRetries = maxContentionRetries;
+    }
+
+    /**
+     * The policy these settings describe.
+     *
+     * @return the retry policy
+     * @throws IllegalArgumentException naming the setting that is invalid
+     */
+    public RetryPolicy toPolicy() {
+      return new RetryPolicy(maxAttempts, firstBackoff, maxBackoff, infrastructureBackoff, infrastructureMaxBackoff,
+          maxContentionRetries);
+    }
+  }
+
+  /** When the consumer's health indicator says DOWN ({@code idem.consumers.<name>.health.*}). */
+  public static class Health {
+    private Duration maxOldestUnsettledAge = IdemConsumerDefinition.DEFAULT_MAX_OLDEST_UNSETTLED_AGE;
+    private int maxFailuresInARow = IdemConsumerDefinition.DEFAULT_MAX_FAILURES_IN_A_ROW;
+
+    /** Creates the settings with their defaults. */
+    public Health() {}
+
+    /**
+     * DOWN while the oldest message received and not yet settled is older than this (a stuck
+     * message, or a backlog the consumer does not keep up with). Default 5 min.
+     *
+     * @return the age
+     */
+    public Duration getMaxOldestUnsettledAge() {
+      return maxOldestUnsettledAge;
+    }
+
+    /**
+     * Sets the age.
+     *
+     * @param maxOldestUnsettledAge positive
+     */
+    public void setMaxOldestUnsettledAge(Duration maxOldestUnsettledAge) {
+      this.maxOldestUnsettledAge = maxOldestUnsettledAge;
+    }
+
+    /**
+     * DOWN after this many failures in a row without a message settled in between: attempts
+     * that failed on infrastructure (database unreachable, timeouts) and settlements the broker
+     * adapter could not complete. Default {@value IdemConsumerDefinition#DEFAULT_MAX_FAILURES_IN_A_ROW}.
+     *
+     * @return the failures
+     */
+    public int getMaxFailuresInARow() {
+      return maxFailuresInARow;
+    }
+
+    /**
+     * Sets the failures.
+     *
+     * @param maxFailuresInARow at least 1
+     */
+    public void setMaxFailuresInARow(int maxFailuresInARow) {
+      this.maxFailuresInARow = maxFailuresInARow;
+    }
+  }
+
+  /**
+   * A consumer's source ({@code idem.consumers.<name>.source.*}). {@code type} says which
+   * settings apply; setting one of the other type's fails at start naming it.
+   */
+  public static class Source {
+    private SourceType type;
+    // Kafka
+    private String bootstrapServers;
+    private List<String> topics = new ArrayList<>();
+    private String groupId;
+    private String deadLetterTopic;
+    private String deadLetterTopicSuffix;
+    private String messageIdHeader;
+    private Map<String, String> properties = new LinkedHashMap<>();
+    // RabbitMQ
+    private String uri;
+    private String queue;
+    private String deadLetterExchange;
+    private String deadLetterRoutingKey;
+    private String deadLetterMode;
+
+    /** Creates the settings with their defaults. */
+    public Source() {}
+
+    /**
+     * The broker: {@code kafka} (needs {@code idem-kafka}) or {@code rabbitmq} (needs
+     * {@code idem-rabbit}). Required.
+     *
+     * @return the type
+     */
+    public SourceType getType() {
+      return type;
+    }
+
+    /**
+     * Sets the type.
+     *
+     * @param type the type
+     */
+    public void setType(SourceType type) {
+      this.type = type;
+    }
+
+    /**
+     * Kafka: the bootstrap servers. Default: {@code spring.kafka.bootstrap-servers} when set.
+     *
+     * @return the servers
+     */
+    public String getBootstrapServers() {
+      return bootstrapServers;
+    }
+
+    /**
+     * Sets the bootstrap servers.
+     *
+     * @param bootstrapServers the servers
+     */
+    public void setBootstrapServers(String bootstrapServers) {
+      this.bootstrapServers = bootstrapServers;
+    }
+
+    /**
+     * Kafka: the topics. Required for Kafka.
+     *
+     * @return the topics
+     */
+    public List<String> getTopics() {
+      return topics;
+    }
+
+    /**
+     * Sets the topics.
+     *
+     * @param topics the topics
+     */
+    public void setTopics(List<String> topics) {
+      this.topics = topics;
+    }
+
+    /**
+     * Kafka: the consumer group. Default: the consumer's name.
+     *
+     * @return the group id
+     */
+    public String getGroupId() {
+      return groupId;
+    }
+
+    /**
+     * Sets the group id.
+     *
+     * @param groupId the group id
+     */
+    public void setGroupId(String groupId) {
+      this.groupId = groupId;
+    }
+
+    /**
+     * Kafka: one dead-letter topic for every source topic. Default: {@code <topic>.DLT}.
+     *
+     * @return the topic
+     */
+    public String getDeadLetterTopic() {
+      return deadLetterTopic;
+    }
+
+    /**
+     * Sets the dead-letter topic.
+     *
+     * @param deadLetterTopic the topic
+     */
+    public void setDeadLetterTopic(String deadLetterTopic) {
+      this.deadLetterTopic = deadLetterTopic;
+    }
+
+    /**
+     * Kafka: the suffix that names each topic's dead-letter topic. Default {@code .DLT}.
+     *
+     * @return the suffix
+     */
+    public String getDeadLetterTopicSuffix() {
+      return deadLetterTopicSuffix;
+    }
+
+    /**
+     * Sets the dead-letter suffix.
+     *
+     * @param deadLetterTopicSuffix the suffix
+     */
+    public void setDeadLetterTopicSuffix(String deadLetterTopicSuffix) {
+      this.deadLetterTopicSuffix = deadLetterTopicSuffix;
+    }
+
+    /**
+     * Kafka: the header carrying the message id. Default {@code message-id}.
+     *
+     * @return the header
+     */
+    public String getMessageIdHeader() {
+      return messageIdHeader;
+    }
+
+    /**
+     * Sets the id header.
+     *
+     * @param messageIdHeader the header
+     */
+    public void setMessageIdHeader(String messageIdHeader) {
+      this.messageIdHeader = messageIdHeader;
+    }
+
+    /**
+     * Kafka: further consumer properties (security, timeouts), passed as they are; the source
+     * refuses the ones it owns.
+     *
+     * @return the properties
+     */
+    public Map<String, String> getProperties() {
+      return properties;
+    }
+
+    /**
+     * Sets the consumer properties.
+     *
+     * @param properties the properties
+     */
+    public void setProperties(Map<String, String> properties) {
+      this.properties = properties;
+    }
+
+    /**
+     * RabbitMQ: the broker URI. Default {@code amqp://guest:guest@localhost:5672}.
+     *
+     * @return the URI
+     */
+    public String getUri() {
+      return uri;
+    }
+
+    /**
+     * Sets the URI.
+     *
+     * @param uri the URI
+     */
+    public void setUri(String uri) {
+      this.uri = uri;
+    }
+
+    /**
+     * RabbitMQ: the queue. Required for RabbitMQ.
+     *
+     * @return the queue
+     */
+    public String getQueue() {
+      return queue;
+    }
+
+    /**
+     * Sets the queue.
+     *
+     * @param queue the queue
+     */
+    public void setQueue(String queue) {
+      this.queue = queue;
+    }
+
+    /**
+     * RabbitMQ: the exchange dead letters are published to. Default {@code <queue>.dlx}.
+     *
+     * @return the exchange
+     */
+    public String getDeadLetterExchange() {
+      return deadLetterExchange;
+    }
+
+    /**
+     * Sets the dead-letter exchange.
+     *
+     * @param deadLetterExchange the exchange ({@code ""} for the default exchange)
+     */
+    public void setDeadLetterExchange(String deadLetterExchange) {
+      this.deadLetterExchange = deadLetterExchange;
+    }
+
+    /**
+     * RabbitMQ: the routing key of dead letters. Default: the queue's name.
+     *
+     * @return the routing key
+     */
+    public String getDeadLetterRoutingKey() {
+      return deadLetterRoutingKey;
+    }
+
+    /**
+     * Sets the dead-letter routing key.
+     *
+     * @param deadLetterRoutingKey the routing key
+     */
+    public void setDeadLetterRoutingKey(String deadLetterRoutingKey) {
+      this.deadLetterRoutingKey = deadLetterRoutingKey;
+    }
+
+    /**
+     * RabbitMQ: {@code publish-with-confirms} (the default) or {@code reject-to-queue-dlx}.
+     *
+     * @return the mode
+     */
+    public String getDeadLetterMode() {
+      return deadLetterMode;
+    }
+
+    /**
+     * Sets the dead-letter mode.
+     *
+     * @param deadLetterMode the mode
+     */
+    public void setDeadLetterMode(String deadLetterMode) {
+      this.deadLetterMode = deadLetterMode;
+    }
+  }
+
+  /** The broker of a configured source. */
+  public enum SourceType {
+    /** Kafka, through {@code dev.idem.kafka.KafkaSource}. */
+    KAFKA,
+    /** RabbitMQ, through {@code dev.idem.rabbit.RabbitSource}. */
+    RABBITMQ
+  }
+}

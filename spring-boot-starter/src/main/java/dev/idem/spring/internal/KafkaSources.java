@@ -1,0 +1,65 @@
+package dev.idem.spring.internal;
+
+import dev.idem.kafka.KafkaSource;
+import dev.idem.kafka.KafkaSourceOptions;
+import dev.idem.spring.ConsumerSource;
+import dev.idem.spring.IdemProperties;
+import dev.idem.spring.MessageDecoder;
+import java.util.Map;
+import java.util.function.Supplier;
+import org.apache.kafka.common.serialization.Deserializer;
+
+/** Kafka sources from configuration; loaded only when a consumer's source type is kafka. */
+final class KafkaSources {
+
+  private KafkaSources() {}
+
+  static Supplier<ConsumerSource<Object>> source(String at, String name, IdemProperties.Source s, String bootstrapServers,
+      int prefetch, MessageDecoder<Object> decoder, Object meterRegistry) {
+    if (bootstrapServers == null || bootstrapServers.isBlank()) {
+      throw new IllegalArgumentException(at + ".source.bootstrap-servers is required (or spring.kafka.bootstrap-servers)");
+    }
+    if (s.getTopics().isEmpty()) {
+      throw new IllegalArgumentException(at + ".source.topics is required: name at least one topic");
+    }
+    Deserializer<Object> values = (topic, data) -> {
+      try {
+        return decoder.decode(data);
+      } catch (RuntimeException e) {
+        throw e;
+      } catch (Exception e) {
+        throw new IllegalArgumentException(e.toString(), e);
+      }
+    };
+    KafkaSourceOptions.Builder<Object> options = KafkaSourceOptions.builder()
+        .bootstrapServers(bootstrapServers)
+        .groupId(s.getGroupId() != null ? s.getGroupId() : name)
+        .topics(s.getTopics().toArray(String[]::new))
+        .valueDeserializer(values)
+        .prefetch(prefetch);
+    if (s.getMessageIdHeader() != null) {
+      options.messageIdHeader(s.getMessageIdHeader());
+    }
+    if (s.getDeadLetterTopic() != null && s.getDeadLetterTopicSuffix() != null) {
+      throw new IllegalArgumentException(at + ".source: set dead-letter-topic or dead-letter-topic-suffix, not both");
+    }
+    if (s.getDeadLetterTopic() != null) {
+      String topic = s.getDeadLetterTopic();
+      options.deadLetterTopic(ignored -> topic);
+    }
+    if (s.getDeadLetterTopicSuffix() != null) {
+      options.deadLetterTopicSuffix(s.getDeadLetterTopicSuffix());
+    }
+    for (Map.Entry<String, String> property : s.getProperties().entrySet()) {
+      options.consumerProperty(property.getKey(), property.getValue());
+    }
+    if (meterRegistry != null) {
+      options.meterRegistry((io.micrometer.core.instrument.MeterRegistry) meterRegistry);
+    }
+    KafkaSourceOptions<Object> built = options.build();
+    return () -> {
+      KafkaSource<Object> kafka = KafkaSource.create(built);
+      return ConsumerSource.of(kafka::receive, kafka);
+    };
+  }
+}

@@ -1,0 +1,80 @@
+package dev.idem.spring.internal;
+
+import io.r2dbc.spi.Connection;
+
+/**
+ * What is known about one transaction of the {@code SpringTransactionRunner}, shared with
+ * {@link IdemTransactionManager} through the Reactor context: its connection, whether its state is
+ * known to be clean, whether it committed, whether it was cancelled, and the work's own error.
+ */
+public final class TransactionAttempt {
+  private volatile Connection connection;
+  /** False from BEGIN until a COMMIT or ROLLBACK completed. */
+  private volatile boolean clean = true;
+  private volatile boolean committed;
+  private volatile boolean cancelled;
+  private volatile Throwable workError;
+
+  /** Creates the state of a transaction that has not begun. */
+  public TransactionAttempt() {}
+
+  void begun(Connection connection) {
+    this.connection = connection;
+    this.clean = false;
+  }
+
+  void committedCleanly() {
+    this.committed = true;
+    this.clean = true;
+  }
+
+  void rolledBack() {
+    this.clean = true;
+  }
+
+  Connection connection() {
+    return connection;
+  }
+
+  boolean isClean() {
+    return clean;
+  }
+
+  boolean isCancelled() {
+    return cancelled;
+  }
+
+  /**
+   * Whether COMMIT completed.
+   *
+   * @return whether the transaction committed
+   */
+  public boolean committed() {
+    return committed;
+  }
+
+  /** The subscriber cancelled the transaction (the pipeline's timeout, or shutdown). */
+  public void cancelled() {
+    this.cancelled = true;
+  }
+
+  /**
+   * Records the work's error, the first one only.
+   *
+   * @param error the error
+   */
+  public void workFailed(Throwable error) {
+    if (workError == null) {
+      workError = error;
+    }
+  }
+
+  /**
+   * The work's error.
+   *
+   * @return the error, or {@code null} when the work did not fail
+   */
+  public Throwable workError() {
+    return workError;
+  }
+}
