@@ -1,6 +1,11 @@
 package dev.idem.internal;
 
-/** Keeps log lines bounded: exception texts and ids are cut as dead-letter headers are. */
+/**
+ * Keeps log lines and exception messages bounded: texts, errors and ids come from producers and
+ * user code and can be arbitrarily long, so each is cut before it reaches a log line, with how
+ * much was cut. The one cutter of core and both adapters; never splits a surrogate pair and never
+ * throws, even for an object whose {@code toString()} does.
+ */
 public final class LogText {
 
   /** Longest text (an exception's message, a dead letter's detail) put in a log line: {@value}. */
@@ -28,6 +33,53 @@ public final class LogText {
    */
   public static String cutId(String id) {
     return cut(id, MAX_ID);
+  }
+
+  /**
+   * An id for a log line or an exception message.
+   *
+   * @param id the id, may be {@code null}
+   * @return the id cut to {@link #MAX_ID} characters, or {@code "<none>"} for {@code null}
+   */
+  public static String id(String id) {
+    return id == null ? "<none>" : cutId(id);
+  }
+
+  /**
+   * An error as {@code class: message} for a log line.
+   *
+   * @param error the error, may be {@code null}
+   * @return its {@code toString()} cut to {@link #MAX_TEXT} characters; {@code null} for
+   *     {@code null}; the class name and what went wrong when its {@code toString()} throws
+   */
+  public static String error(Throwable error) {
+    if (error == null) {
+      return null;
+    }
+    String text;
+    try {
+      text = error.toString();
+    } catch (RuntimeException e) {
+      text = error.getClass().getName() + " (its toString() failed: " + e.getClass().getName() + ")";
+    }
+    return cut(text);
+  }
+
+  /**
+   * Any object (a user's extractor, say) for a log line.
+   *
+   * @param value the object, may be {@code null}
+   * @return its {@code toString()} cut to {@link #MAX_TEXT} characters; its class name when its
+   *     {@code toString()} throws
+   */
+  public static String describe(Object value) {
+    String text;
+    try {
+      text = String.valueOf(value);
+    } catch (RuntimeException e) {
+      text = value.getClass().getName();
+    }
+    return cut(text);
   }
 
   private static String cut(String text, int max) {

@@ -1,5 +1,6 @@
 package dev.idem.kafka.internal;
 
+import dev.idem.internal.LogText;
 import java.time.Duration;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;

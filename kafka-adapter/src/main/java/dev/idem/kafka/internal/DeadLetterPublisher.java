@@ -1,6 +1,7 @@
 package dev.idem.kafka.internal;
 
 import dev.idem.DeadLetter;
+import dev.idem.internal.LogText;
 import java.time.Duration;
 import java.util.function.UnaryOperator;
 import org.apache.kafka.clients.consumer.ConsumerRecord;

@@ -13,12 +13,20 @@ import org.apache.kafka.common.header.internals.RecordHeaders;
 public final class DeadLetterRecords {
 
   /** Longest detail or error message header, in characters: {@value}. Error texts can be huge; a dead letter must still fit {@code max.message.bytes}. */
-  public static final int MAX_TEXT_HEADER_LENGTH = LogText.MAX_TEXT;
+  public static final int MAX_TEXT_HEADER_LENGTH = 1_000;
 
   private DeadLetterRecords() {}
 
+  /** The text, or its first characters and {@code "..."} in {@link #MAX_TEXT_HEADER_LENGTH} characters; never splits a surrogate pair. */
   static String truncate(String text) {
-    return text == null ? null : LogText.text(text);
+    if (text == null || text.length() <= MAX_TEXT_HEADER_LENGTH) {
+      return text;
+    }
+    int end = MAX_TEXT_HEADER_LENGTH - 3;
+    if (Character.isHighSurrogate(text.charAt(end - 1))) {
+      end--;
+    }
+    return text.substring(0, end) + "...";
   }
 
   /**

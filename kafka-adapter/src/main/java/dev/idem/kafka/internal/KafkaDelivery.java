@@ -3,6 +3,7 @@ package dev.idem.kafka.internal;
 import dev.idem.AbstractDelivery;
 import dev.idem.DeadLetter;
 import dev.idem.MessageMetadata;
+import dev.idem.internal.LogText;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.util.Collections;

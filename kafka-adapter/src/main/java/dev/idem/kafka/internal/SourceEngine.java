@@ -1,6 +1,7 @@
 package dev.idem.kafka.internal;
 
 import dev.idem.Delivery;
+import dev.idem.internal.LogText;
 import dev.idem.kafka.KafkaSourceOptions;
 import java.util.Collection;
 import java.util.HashMap;

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import ch.qos.logback.classic.Level;
 import dev.idem.Delivery;
+import dev.idem.internal.LogText;
 import dev.idem.kafka.KafkaSourceOptions;
 import dev.idem.kafka.testing.LogCapture;
 import dev.idem.kafka.testing.StrictUtf8Deserializer;

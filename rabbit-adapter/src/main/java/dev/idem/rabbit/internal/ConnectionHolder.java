@@ -2,6 +2,7 @@ package dev.idem.rabbit.internal;
 
 import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.ConnectionFactory;
+import dev.idem.internal.LogText;
 import java.io.IOException;
 import java.util.concurrent.TimeoutException;
 import org.slf4j.Logger;

@@ -5,6 +5,7 @@ import com.rabbitmq.client.Envelope;
 import dev.idem.AbstractDelivery;
 import dev.idem.DeadLetter;
 import dev.idem.MessageMetadata;
+import dev.idem.internal.LogText;
 import java.time.Instant;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;

@@ -7,6 +7,7 @@ import com.rabbitmq.client.DefaultConsumer;
 import com.rabbitmq.client.Envelope;
 import com.rabbitmq.client.ShutdownSignalException;
 import dev.idem.Delivery;
+import dev.idem.internal.LogText;
 import dev.idem.rabbit.PayloadDecoder;
 import dev.idem.rabbit.RabbitSourceOptions;
 import java.io.IOException;
@@ -254,7 +255,7 @@ public final class RabbitReceiver<T> implements AutoCloseable {
     private static final long serialVersionUID = 1L;
 
     ChannelLostException(String queue, ShutdownSignalException cause) {
-      super("channel consuming queue '" + queue + "' closed: " + LogText.text(cause.getMessage()), cause);
+      super("channel consuming queue '" + queue + "' closed: " + LogText.cut(cause.getMessage()), cause);
     }
   }
 }

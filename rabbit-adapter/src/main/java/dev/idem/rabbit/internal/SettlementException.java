@@ -1,5 +1,7 @@
 package dev.idem.rabbit.internal;
 
+import dev.idem.internal.LogText;
+
 /**
  * A delivery could not be settled with the broker; the message says whether the broker will
  * redeliver it. Its trigger's text is cut to {@value LogText#MAX_TEXT} characters. Deliberately carries its trigger as a

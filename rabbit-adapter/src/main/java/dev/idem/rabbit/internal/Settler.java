@@ -3,6 +3,7 @@ package dev.idem.rabbit.internal;
 import com.rabbitmq.client.AMQP;
 import com.rabbitmq.client.Channel;
 import dev.idem.DeadLetter;
+import dev.idem.internal.LogText;
 import dev.idem.rabbit.DeadLetterMode;
 import dev.idem.rabbit.RabbitHeaders;
 import dev.idem.rabbit.RabbitSourceOptions;
