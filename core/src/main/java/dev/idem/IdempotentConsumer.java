@@ -230,10 +230,7 @@ public final class IdempotentConsumer<T> {
    * One micro-batch of one lane, in order: each run of valid deliveries shares a transaction;
    * a delivery that fails validation is dead-lettered where it stands.
    */
-  private Flux<Outcome<T>> processBatch(List<Delivery<T>> batch) {
-    if (batch.size() == 1) {
-      return handle(batch.get(0)).flux();
-    }
+  private Flux<Outcome<T>> processBatch(List<Delivery<T>> batch, BatchLanes.LaneControl<Delivery<T>, Outcome<T>> lane) {
     List<Flux<Outcome<T>>> parts = new ArrayList<>();
     List<Delivery<T>> run = new ArrayList<>();
     for (Delivery<T> delivery : batch) {
@@ -244,50 +241,62 @@ public final class IdempotentConsumer<T> {
         continue;
       }
       if (!run.isEmpty()) {
-        parts.add(batchRun(List.copyOf(run)));
+        parts.add(batchRun(List.copyOf(run), lane));
         run.clear();
       }
       parts.add(deadLetter(delivery, rejection).flux());
     }
     if (!run.isEmpty()) {
-      parts.add(batchRun(List.copyOf(run)));
+      parts.add(batchRun(List.copyOf(run), lane));
     }
-    return Flux.concat(parts);
+    return parts.size() == 1 ? parts.get(0) : Flux.concat(parts);
   }
 
   /**
    * Valid deliveries in one transaction: one multi-row dedup insert, the handler for each new
-   * one, one COMMIT, then the acknowledgements in order. Infrastructure failures and contention
-   * retry the whole batch; a failure of the message's kind splits it (at the failing message
-   * when it is known, else in halves), so the others commit and the failing one is retried and
-   * dead-lettered on its own, in its place in the order.
+   * one, one COMMIT, then the acknowledgements in order. Deliveries whose key waits for a
+   * message that runs off the lane are left to a later batch of the lane. Infrastructure
+   * failures and contention retry the whole batch; a failure of the message's kind splits it
+   * (at the failing message when it is known, else in halves): the others commit, and the
+   * failing one is retried and dead-lettered on its own, off the lane, while the later messages
+   * of its key wait for it and those of other keys go on.
    */
-  private Flux<Outcome<T>> batchRun(List<Delivery<T>> run) {
-    if (run.size() <= 1) {
-      return run.isEmpty() ? Flux.empty() : handle(run.get(0)).flux();
-    }
-    Attempts attempts = new Attempts(run.get(0));
-    return Mono.defer(() -> attemptBatch(run, attempts.next()))
-        .retryWhen(Retry.from(signals -> signals.concatMap(signal -> attempts.backoffOrSplit(signal.failure()))))
-        .flatMapMany(fresh -> Flux.fromIterable(run)
-            .concatMap(d -> ack(d, fresh.contains(d) ? Outcome.Status.PROCESSED : Outcome.Status.DUPLICATE, attempts.count())))
-        .onErrorResume(BatchSplit.class, split -> split(run, split))
-        .onErrorMap(IdempotentConsumer::cause)
-        .doOnError(fatal -> {
-          log.error("Consumer '{}': a JVM error while processing a batch of {} messages from '{}'; they stay unacknowledged and "
-              + "the stream terminates with the error: {}", name, run.size(), idForLogs(run.get(0)), LogText.cut(fatal.toString()));
-          run.forEach(metrics::abandoned);
-        });
+  private Flux<Outcome<T>> batchRun(List<Delivery<T>> candidates, BatchLanes.LaneControl<Delivery<T>, Outcome<T>> lane) {
+    return Flux.defer(() -> {
+      List<Delivery<T>> run = lane.admit(candidates);
+      if (run.isEmpty()) {
+        return Flux.empty();
+      }
+      Attempts attempts = new Attempts(run.get(0));
+      return Mono.defer(() -> attemptBatch(run, attempts.next()))
+          .retryWhen(Retry.from(signals -> signals.concatMap(signal -> attempts.backoffOrSplit(signal.failure()))))
+          .flatMapMany(fresh -> Flux.fromIterable(run)
+              .concatMap(d -> ack(d, fresh.contains(d) ? Outcome.Status.PROCESSED : Outcome.Status.DUPLICATE, attempts.count())))
+          .onErrorResume(BatchSplit.class, split -> split(run, split, lane))
+          .onErrorMap(IdempotentConsumer::cause)
+          .doOnError(fatal -> {
+            log.error("Consumer '{}': a JVM error while processing a batch of {} messages from '{}'; they stay unacknowledged and "
+                + "the stream terminates with the error: {}", name, run.size(), idForLogs(run.get(0)), LogText.cut(fatal.toString()));
+            run.forEach(metrics::abandoned);
+          });
+    });
   }
 
-  private Flux<Outcome<T>> split(List<Delivery<T>> run, BatchSplit split) {
-    int failing = split.index;
+  /**
+   * The messages before the failing one commit first; then the failing one goes off the lane to
+   * be retried or dead-lettered alone, and the lane goes on with the messages after it.
+   */
+  private Flux<Outcome<T>> split(List<Delivery<T>> run, BatchSplit split, BatchLanes.LaneControl<Delivery<T>, Outcome<T>> lane) {
+    int failing = run.size() == 1 ? 0 : split.index;
     if (failing >= 0 && failing < run.size()) {
-      return Flux.concat(batchRun(run.subList(0, failing)), handleAfterBatchFailure(run.get(failing), split.getCause()).flux(),
-          batchRun(run.subList(failing + 1, run.size())));
+      Delivery<T> bad = run.get(failing);
+      return Flux.concat(batchRun(run.subList(0, failing), lane), Flux.defer(() -> {
+        lane.offLane(bad, handleAfterBatchFailure(bad, split.getCause()));
+        return batchRun(run.subList(failing + 1, run.size()), lane);
+      }));
     }
     int half = run.size() / 2;
-    return Flux.concat(batchRun(run.subList(0, half)), batchRun(run.subList(half, run.size())));
+    return Flux.concat(batchRun(run.subList(0, half), lane), batchRun(run.subList(half, run.size()), lane));
   }
 
   private Mono<Set<Delivery<T>>> attemptBatch(List<Delivery<T>> run, int attempt) {
