@@ -127,7 +127,7 @@ public final class IdempotentConsumer<T> {
     this.batchMaxWait = b.batchMaxWait;
     this.transactions = b.transactions != null ? b.transactions
         : new R2dbcTransactionRunner(b.inbox.connectionFactory(),
-            b.serverTimeouts != null ? b.serverTimeouts : ServerTimeouts.derivedFrom(b.transactionTimeout));
+            b.serverTimeouts != null ? b.serverTimeouts : ServerTimeouts.derivedFrom(b.transactionTimeout), b.concurrency);
     this.concurrency = b.concurrency;
     this.prefetch = b.prefetch;
     this.ordering = b.ordering;

@@ -17,6 +17,7 @@ import java.util.Map;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
 import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
 
 /**
  * CPU per message of the core pipeline alone: in-memory deliveries (10% repeats), a real
@@ -26,7 +27,7 @@ import reactor.core.publisher.Flux;
  *
  * <p>Run (after {@code mvn -q -o -pl core test-compile}) with the test classpath:
  * {@code java -cp core/target/classes:core/target/test-classes:<deps> dev.idem.bench.PerMessageCpu}
- * with {@code -Dmessages=20000 -Druns=3 -Dconcurrency=8 -Dordering=BY_KEY -Dbatch=1 -Dprefetch=32}.
+ * with {@code -Dmessages=20000 -Druns=3 -Dwarmup=30000 -DwarmupRuns=2 -Dconcurrency=8 -Dordering=BY_KEY -Dbatch=1 -Dprefetch=32}.
  * Used to compare two builds of core run alternately on the same machine (A B A B).
  */
 public final class PerMessageCpu {
@@ -41,14 +42,26 @@ public final class PerMessageCpu {
   public static void main(String[] args) {
     int messages = Integer.getInteger("messages", 20_000);
     int runs = Integer.getInteger("runs", 3);
-    int warmup = Integer.getInteger("warmup", 5_000);
+    int warmup = Integer.getInteger("warmup", 30_000);
+    int warmupRuns = Integer.getInteger("warmupRuns", 2);
     int concurrency = Integer.getInteger("concurrency", IdempotentConsumer.DEFAULT_CONCURRENCY);
     int prefetch = Integer.getInteger("prefetch", IdempotentConsumer.DEFAULT_PREFETCH);
     int batch = Integer.getInteger("batch", 1);
     Ordering ordering = Ordering.valueOf(System.getProperty("ordering", "BY_KEY"));
     String label = System.getProperty("label", "run");
     PostgresService postgres = PostgresService.get();
-    run(postgres, "warmup", warmup, ordering, concurrency, prefetch, batch, false);
+    if (Boolean.getBoolean("raw")) {
+      for (int i = 0; i < warmupRuns; i++) {
+        raw(postgres, "warmup", warmup, concurrency, false);
+      }
+      for (int i = 0; i < runs; i++) {
+        raw(postgres, label, messages, concurrency, true);
+      }
+      System.exit(0);
+    }
+    for (int i = 0; i < warmupRuns; i++) {
+      run(postgres, "warmup", warmup, ordering, concurrency, prefetch, batch, false);
+    }
     for (int i = 0; i < runs; i++) {
       run(postgres, label, messages, ordering, concurrency, prefetch, batch, true);
     }
@@ -60,12 +73,13 @@ public final class PerMessageCpu {
     return os instanceof com.sun.management.OperatingSystemMXBean sun ? sun.getProcessCpuTime() / 1e9 : Double.NaN;
   }
 
-  /** Sum of user + system CPU seconds of every process named postgres, or NaN when /proc is not readable. */
-  static double postgresCpuSeconds() {
+  /** User + system CPU ticks of every process named postgres, by pid; empty when /proc is not readable. */
+  static Map<Long, Long> postgresCpuTicks() {
+    Map<Long, Long> ticks = new java.util.HashMap<>();
     try (Stream<Path> procs = Files.list(Path.of("/proc"))) {
-      long ticks = 0;
       for (Path p : (Iterable<Path>) procs::iterator) {
-        if (!p.getFileName().toString().chars().allMatch(Character::isDigit)) {
+        String name = p.getFileName().toString();
+        if (!name.chars().allMatch(Character::isDigit)) {
           continue;
         }
         try {
@@ -76,15 +90,31 @@ public final class PerMessageCpu {
             continue;
           }
           String[] f = stat.substring(close + 2).split(" ");
-          ticks += Long.parseLong(f[11]) + Long.parseLong(f[12]);
+          ticks.put(Long.parseLong(name), Long.parseLong(f[11]) + Long.parseLong(f[12]));
         } catch (IOException | RuntimeException e) {
           // the process ended meanwhile
         }
       }
-      return ticks / 100.0;
     } catch (IOException e) {
+      // no /proc: no figure
+    }
+    return ticks;
+  }
+
+  /**
+   * CPU seconds that PostgreSQL's processes used between two readings: the growth of each process
+   * alive at the end (processes that ended meanwhile, such as backends of connections closed
+   * during the run, are left out rather than counted negative).
+   */
+  static double postgresCpuSeconds(Map<Long, Long> before, Map<Long, Long> after) {
+    if (after.isEmpty()) {
       return Double.NaN;
     }
+    long ticks = 0;
+    for (Map.Entry<Long, Long> e : after.entrySet()) {
+      ticks += e.getValue() - before.getOrDefault(e.getKey(), 0L);
+    }
+    return ticks / 100.0;
   }
 
   private static void run(PostgresService postgres, String label, int messages, Ordering ordering, int concurrency, int prefetch,
@@ -106,12 +136,12 @@ public final class PerMessageCpu {
       System.gc();
       long start = System.nanoTime();
       double cpuStart = processCpuSeconds();
-      double pgStart = postgresCpuSeconds();
+      Map<Long, Long> pgStart = postgresCpuTicks();
       Map<Outcome.Status, Long> outcomes = consumer.process(source)
           .collect(Collectors.groupingBy(Outcome::status, Collectors.counting())).block(Duration.ofMinutes(30));
       double seconds = (System.nanoTime() - start) / 1e9;
       double cpu = processCpuSeconds() - cpuStart;
-      double pg = postgresCpuSeconds() - pgStart;
+      double pg = postgresCpuSeconds(pgStart, postgresCpuTicks());
       long effects = postgres.count("SELECT sum(balance) FROM " + accounts);
       if (effects != messages || outcomes.getOrDefault(Outcome.Status.DUPLICATE, 0L) != messages / 10) {
         throw new IllegalStateException("wrong result: " + effects + " effects, outcomes " + outcomes);
@@ -120,6 +150,69 @@ public final class PerMessageCpu {
       if (print) {
         System.out.printf(Locale.ROOT, "%s %s c%d p%d b%d msgs=%d msg/s=%.0f cpu_ms/msg=%.4f pg_cpu_ms/msg=%.4f load=%s%n", label, ordering,
             concurrency, prefetch, batch, total, total / seconds, cpu * 1000 / total, pg * 1000 / total, load());
+      }
+    } finally {
+      postgres.execute("DROP TABLE IF EXISTS " + accounts, "DROP TABLE IF EXISTS " + inbox.table());
+      pool.dispose();
+    }
+  }
+
+  /**
+   * The driver's floor: the same statements per message (BEGIN with the default SET LOCALs, the
+   * dedup insert, the UPDATE when new, COMMIT) on {@code concurrency} connections held for the
+   * whole run, each lane taking its keys in order, with the fewest operators around them.
+   */
+  private static void raw(PostgresService postgres, String label, int messages, int concurrency, boolean print) {
+    String accounts = PostgresService.uniqueName("cpu_accounts");
+    ConnectionPool pool = postgres.pool(concurrency);
+    PostgresInbox inbox = PostgresInbox.create(pool, PostgresService.uniqueName("cpu_inbox"));
+    try {
+      inbox.createSchemaIfAbsent().block();
+      postgres.execute("CREATE TABLE " + accounts + " (id int PRIMARY KEY, balance bigint NOT NULL)",
+          "INSERT INTO " + accounts + " SELECT g, 0 FROM generate_series(0, 999) g");
+      String update = "UPDATE " + accounts + " SET balance = balance + $1 WHERE id = $2";
+      String insert = "INSERT INTO " + inbox.table() + " (consumer, message_id) VALUES ($1, $2) ON CONFLICT DO NOTHING";
+      String begin = Boolean.getBoolean("raw.plainBegin") ? "BEGIN"
+          : "BEGIN;" + dev.idem.ServerTimeouts.derivedFrom(IdempotentConsumer.DEFAULT_TRANSACTION_TIMEOUT).setLocalSql();
+      boolean pipeline = Boolean.getBoolean("raw.pipeline");
+      java.util.List<io.r2dbc.spi.Connection> connections = Flux.range(0, concurrency).flatMap(i -> pool.create()).collectList().block();
+      java.util.List<java.util.List<Integer>> lanes = new java.util.ArrayList<>();
+      for (int i = 0; i < concurrency; i++) {
+        lanes.add(new java.util.ArrayList<>());
+      }
+      for (int i = 0; i < messages + messages / 10; i++) {
+        int id = i < messages ? i : (i - messages) * 10;
+        lanes.get(Math.floorMod(("k-" + (id % 1000)).hashCode(), concurrency)).add(id);
+      }
+      System.gc();
+      long start = System.nanoTime();
+      double cpuStart = processCpuSeconds();
+      Map<Long, Long> pgStart = postgresCpuTicks();
+      long processed = Flux.range(0, concurrency).flatMap(lane -> {
+        io.r2dbc.spi.Connection c = connections.get(lane);
+        return Flux.fromIterable(lanes.get(lane)).concatMap(id -> {
+          Mono<Long> b = Flux.from(c.createStatement(begin).execute()).concatMap(io.r2dbc.spi.Result::getRowsUpdated).then(Mono.just(0L));
+          Mono<Long> in = Flux.from(c.createStatement(insert).bind(0, "cpu").bind(1, "m-" + id).execute())
+              .concatMap(io.r2dbc.spi.Result::getRowsUpdated).reduce(0L, Long::sum);
+          return (pipeline ? Mono.zip(b, in, (x, y) -> y) : b.then(in))
+              .flatMap(n -> n > 0
+                  ? Flux.from(c.createStatement(update).bind(0, 1L).bind(1, id % 1000).execute())
+                      .concatMap(io.r2dbc.spi.Result::getRowsUpdated).then(Mono.just(1))
+                  : Mono.just(0))
+              .flatMap(n -> Mono.from(c.commitTransaction()).thenReturn(n));
+        });
+      }, concurrency).reduce(0L, Long::sum).block(Duration.ofMinutes(30));
+      double seconds = (System.nanoTime() - start) / 1e9;
+      double cpu = processCpuSeconds() - cpuStart;
+      double pg = postgresCpuSeconds(pgStart, postgresCpuTicks());
+      Flux.fromIterable(connections).flatMap(io.r2dbc.spi.Connection::close).blockLast();
+      if (processed != messages) {
+        throw new IllegalStateException("wrong result: " + processed);
+      }
+      int total = messages + messages / 10;
+      if (print) {
+        System.out.printf(Locale.ROOT, "%s RAW c%d msgs=%d msg/s=%.0f cpu_ms/msg=%.4f pg_cpu_ms/msg=%.4f load=%s%n", label, concurrency,
+            total, total / seconds, cpu * 1000 / total, pg * 1000 / total, load());
       }
     } finally {
       postgres.execute("DROP TABLE IF EXISTS " + accounts, "DROP TABLE IF EXISTS " + inbox.table());
