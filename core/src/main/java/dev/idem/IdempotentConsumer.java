@@ -360,10 +360,15 @@ public final class IdempotentConsumer<T> {
   private Mono<Boolean> attemptOnce(Delivery<T> delivery, int attempt) {
     long start = System.nanoTime();
     AtomicBoolean handlerDone = new AtomicBoolean();
-    return transactions.inTransaction(connection -> inbox.record(connection, name, delivery.id())
-            .flatMap(inserted -> inserted
-                ? runHandler(delivery, new TxHandle(connection, delivery.id(), name)).doOnSuccess(ok -> handlerDone.set(true))
-                : Mono.just(false)))
+    java.util.function.BiFunction<io.r2dbc.spi.Connection, Boolean, Mono<Boolean>> afterRecord = (connection, inserted) -> inserted
+        ? runHandler(delivery, new TxHandle(connection, delivery.id(), name)).doOnSuccess(ok -> handlerDone.set(true))
+        : Mono.just(false);
+    Mono<Boolean> transaction = transactions instanceof R2dbcTransactionRunner r2dbc
+        // The default runner sends the dedup insert with BEGIN: one round trip less.
+        ? r2dbc.inTransaction(connection -> inbox.recordPipelined(connection, name, delivery.id()), afterRecord)
+        : transactions.inTransaction(connection -> inbox.record(connection, name, delivery.id())
+            .flatMap(inserted -> afterRecord.apply(connection, inserted)));
+    return transaction
         .timeout(transactionTimeout)
         .onErrorMap(error -> handlerDone.get() && !(error instanceof HandlerFailure) && CommitRejected.matches(error),
             CommitRejected::new)

@@ -2,6 +2,7 @@ package dev.idem.internal;
 
 import dev.idem.ServerTimeouts;
 import dev.idem.TransactionRunner;
+import dev.idem.postgres.PostgresInbox;
 import io.r2dbc.pool.ConnectionPool;
 import io.r2dbc.postgresql.api.PostgresqlConnection;
 import io.r2dbc.spi.Connection;
@@ -12,6 +13,7 @@ import io.r2dbc.spi.Wrapped;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.function.BiFunction;
 import java.util.concurrent.ConcurrentLinkedDeque;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -63,6 +65,7 @@ public final class R2dbcTransactionRunner implements TransactionRunner {
 
   private final ConnectionFactory connectionFactory;
   private final String beginSql;
+  private final String pipelinedBeginSql;
   private final int keepIdle;
   /** Kept connections, the most recently used first. */
   private final ConcurrentLinkedDeque<Kept> kept = new ConcurrentLinkedDeque<>();
@@ -101,6 +104,7 @@ public final class R2dbcTransactionRunner implements TransactionRunner {
   public R2dbcTransactionRunner(ConnectionFactory connectionFactory, ServerTimeouts guards, int keepIdle) {
     this.connectionFactory = Objects.requireNonNull(connectionFactory, "connectionFactory");
     this.beginSql = "BEGIN;" + Objects.requireNonNull(guards, "guards").setLocalSql();
+    this.pipelinedBeginSql = beginSql + "SET LOCAL " + PostgresInbox.IN_TRANSACTION_SETTING + " = 'on';";
     if (keepIdle < 0) {
       throw new IllegalArgumentException("keepIdle must not be negative, was " + keepIdle);
     }
@@ -112,6 +116,35 @@ public final class R2dbcTransactionRunner implements TransactionRunner {
     return Mono.usingWhen(
         acquire(),
         attempt -> attempt.run(work),
+        Attempt::release,
+        (attempt, error) -> attempt.release(),
+        Attempt::abandon);
+  }
+
+  /**
+   * Runs {@code first} and then {@code rest} in a new transaction, with {@code first}'s statement
+   * sent right behind {@code BEGIN}, before BEGIN's answer arrived: one round trip for both. The
+   * value is emitted only after COMMIT returned, as with {@link #inTransaction(Function)}.
+   *
+   * <p>Should BEGIN fail without starting the transaction (its query string is parsed as a
+   * whole, so an error can stop it before BEGIN ran), the server would run {@code first}'s
+   * statement on its own and commit it at once. So {@code first} must run only statements that
+   * fail outside this transaction: the pipelined BEGIN sets the transaction-local
+   * {@value PostgresInbox#IN_TRANSACTION_SETTING} to {@code on}, and such a statement checks it
+   * ({@code current_setting('idem.in_transaction', true) = 'on'}), as
+   * {@link PostgresInbox#recordPipelined} does. BEGIN's error arrives first and
+   * is the one reported.
+   *
+   * @param first the statement to send with BEGIN; it must check the setting
+   * @param rest the rest of the work, given {@code first}'s value
+   * @param <F> the type of {@code first}'s value
+   * @param <R> the result type
+   * @return the result, emitted after commit
+   */
+  public <F, R> Mono<R> inTransaction(Function<Connection, Mono<F>> first, BiFunction<Connection, F, Mono<R>> rest) {
+    return Mono.usingWhen(
+        acquire(),
+        attempt -> attempt.run(first, rest),
         Attempt::release,
         (attempt, error) -> attempt.release(),
         Attempt::abandon);
@@ -190,11 +223,24 @@ public final class R2dbcTransactionRunner implements TransactionRunner {
     }
 
     <R> Mono<R> run(Function<Connection, Mono<R>> work) {
-      return Mono.defer(() -> {
+      return committed(Mono.defer(() -> {
         clean = false;
         return execute(beginSql);
-      })
-          .then(Mono.defer(() -> work.apply(connection)))
+      }).then(Mono.defer(() -> work.apply(connection))));
+    }
+
+    /** BEGIN and {@code first} sent together, then {@code rest} after {@code first}'s answer. */
+    <F, R> Mono<R> run(Function<Connection, Mono<F>> first, BiFunction<Connection, F, Mono<R>> rest) {
+      return committed(Mono.defer(() -> {
+        clean = false;
+        // zip subscribes in order: BEGIN's query is queued on the connection before first's statement.
+        return Mono.zip(execute(pipelinedBeginSql).thenReturn(Boolean.TRUE), Mono.defer(() -> first.apply(connection)), (begun, f) -> f);
+      }).flatMap(f -> rest.apply(connection, f)));
+    }
+
+    /** COMMIT after {@code body}, its value emitted only after COMMIT returned; ROLLBACK after an error. */
+    private <R> Mono<R> committed(Mono<R> body) {
+      return body
           .map(Optional::of)
           .defaultIfEmpty(Optional.empty())
           .flatMap(result -> Mono.from(connection.commitTransaction())
