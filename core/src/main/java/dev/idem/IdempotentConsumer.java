@@ -304,11 +304,16 @@ public final class IdempotentConsumer<T> {
     AtomicBoolean effectsDone = new AtomicBoolean();
     List<String> ids = new ArrayList<>(run.size());
     run.forEach(d -> ids.add(d.id()));
-    return transactions.inTransaction(connection -> inbox.recordAll(connection, name, ids)
-            .flatMap(newIds -> {
-              Set<Delivery<T>> fresh = firstOccurrences(run, newIds);
-              return applyEffects(run, fresh, connection).doOnSuccess(ok -> effectsDone.set(true)).thenReturn(fresh);
-            }))
+    java.util.function.BiFunction<io.r2dbc.spi.Connection, Set<String>, Mono<Set<Delivery<T>>>> afterRecord = (connection, newIds) -> {
+      Set<Delivery<T>> fresh = firstOccurrences(run, newIds);
+      return applyEffects(run, fresh, connection).doOnSuccess(ok -> effectsDone.set(true)).thenReturn(fresh);
+    };
+    Mono<Set<Delivery<T>>> transaction = transactions instanceof R2dbcTransactionRunner r2dbc
+        // The default runner sends the dedup insert with BEGIN: one round trip less.
+        ? r2dbc.inTransaction(connection -> inbox.recordAllPipelined(connection, name, ids), afterRecord)
+        : transactions.inTransaction(connection -> inbox.recordAll(connection, name, ids)
+            .flatMap(newIds -> afterRecord.apply(connection, newIds)));
+    return transaction
         .timeout(transactionTimeout)
         .onErrorMap(error -> effectsDone.get() && !(error instanceof HandlerFailure) && CommitRejected.matches(error),
             CommitRejected::new)

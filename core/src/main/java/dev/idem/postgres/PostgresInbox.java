@@ -55,6 +55,7 @@ public final class PostgresInbox {
   private final String insertSql;
   private final String insertPipelinedSql;
   private final String insertManySql;
+  private final String insertManyPipelinedSql;
   private final RotatingLayout layout;
 
   private PostgresInbox(ConnectionFactory connectionFactory, String table, RotatingLayout layout) {
@@ -68,10 +69,13 @@ public final class PostgresInbox {
       this.insertPipelinedSql = "INSERT INTO " + table + " (consumer, message_id) VALUES (" + guardedConsumer + ", $2) ON CONFLICT DO NOTHING";
       this.insertManySql = "INSERT INTO " + table + " (consumer, message_id) SELECT $1, id FROM unnest($2::text[]) AS ids(id) ORDER BY id"
           + " ON CONFLICT DO NOTHING RETURNING message_id";
+      this.insertManyPipelinedSql = "INSERT INTO " + table + " (consumer, message_id) SELECT " + guardedConsumer
+          + ", id FROM unnest($2::text[]) AS ids(id) ORDER BY id ON CONFLICT DO NOTHING RETURNING message_id";
     } else {
       this.insertSql = "SELECT id FROM " + table + "_record($1, ARRAY[$2]::text[]) AS id";
       this.insertPipelinedSql = "SELECT id FROM " + table + "_record(" + guardedConsumer + ", ARRAY[$2]::text[]) AS id";
       this.insertManySql = "SELECT id FROM " + table + "_record($1, $2::text[]) AS id";
+      this.insertManyPipelinedSql = "SELECT id FROM " + table + "_record(" + guardedConsumer + ", $2::text[]) AS id";
     }
   }
 
@@ -207,8 +211,26 @@ public final class PostgresInbox {
    * @return the ids whose rows were inserted (seen for the first time)
    */
   public Mono<java.util.Set<String>> recordAll(Connection connection, String consumer, java.util.Collection<String> messageIds) {
+    return recordAll(insertManySql, connection, consumer, messageIds);
+  }
+
+  /**
+   * Like {@link #recordAll}, for a statement sent right behind a pipelined {@code BEGIN}: it
+   * records only inside a transaction whose BEGIN set {@value #IN_TRANSACTION_SETTING} to
+   * {@code on}, and fails anywhere else, as {@link #recordPipelined} does.
+   *
+   * @param connection a connection whose pipelined BEGIN was sent just before
+   * @param consumer the consumer name
+   * @param messageIds the ids; repeats are allowed (only one of them can be new)
+   * @return the ids whose rows were inserted (seen for the first time)
+   */
+  public Mono<java.util.Set<String>> recordAllPipelined(Connection connection, String consumer, java.util.Collection<String> messageIds) {
+    return recordAll(insertManyPipelinedSql, connection, consumer, messageIds);
+  }
+
+  private Mono<java.util.Set<String>> recordAll(String sql, Connection connection, String consumer, java.util.Collection<String> messageIds) {
     String[] ids = messageIds.toArray(String[]::new);
-    return Flux.from(connection.createStatement(insertManySql).bind(0, consumer).bind(1, ids).execute())
+    return Flux.from(connection.createStatement(sql).bind(0, consumer).bind(1, ids).execute())
         .concatMap(result -> result.map(row -> row.get(0, String.class)))
         .collect(java.util.stream.Collectors.toCollection(java.util.HashSet::new));
   }

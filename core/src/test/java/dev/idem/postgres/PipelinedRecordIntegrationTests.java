@@ -10,6 +10,8 @@ import io.r2dbc.spi.Connection;
 import io.r2dbc.spi.R2dbcException;
 import io.r2dbc.spi.Result;
 import java.time.Duration;
+import java.util.List;
+import java.util.Set;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -111,6 +113,12 @@ class PipelinedRecordIntegrationTests {
       assertThat(first).isTrue();
       assertThat(again).as("a duplicate").isFalse();
       assertThat(rows("m-1")).isEqualTo(1);
+      Set<String> many = Mono.zip(execute(connection, begin).thenReturn(true),
+          inbox.recordAllPipelined(connection, "c", List.of("m-1", "m-3", "m-4", "m-3")), (b, r) -> r).block(TIMEOUT);
+      execute(connection, "COMMIT").block(TIMEOUT);
+      assertThat(many).containsExactlyInAnyOrder("m-3", "m-4");
+      assertThatThrownBy(() -> inbox.recordAllPipelined(connection, "c", List.of("m-5")).block(TIMEOUT)).isInstanceOf(R2dbcException.class);
+      assertThat(rows("m-5")).isZero();
       // After COMMIT the setting is gone: on the same session, outside a transaction, the insert fails.
       assertThatThrownBy(() -> inbox.recordPipelined(connection, "c", "m-2").block(TIMEOUT)).isInstanceOf(R2dbcException.class);
       assertThat(rows("m-2")).isZero();
