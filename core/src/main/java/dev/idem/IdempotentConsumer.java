@@ -201,11 +201,17 @@ public final class IdempotentConsumer<T> {
     });
   }
 
-  /** The failing message of a split batch, alone: its failed batch attempt counts as its first. */
-  private Mono<Outcome<T>> handleAfterBatchFailure(Delivery<T> delivery, Throwable batchFailure) {
+  /**
+   * The failing message of a split batch, alone: its failed batch attempt counts as its first.
+   * When the batch was this message alone, its attempts so far are its own and carry on
+   * ({@code alone}), so that a batch of one counts attempts as a message without batching does.
+   */
+  private Mono<Outcome<T>> handleAfterBatchFailure(Delivery<T> delivery, Throwable batchFailure, Attempts alone) {
     return Mono.defer(() -> {
-      Attempts attempts = new Attempts(delivery);
-      attempts.next();
+      Attempts attempts = alone != null ? alone : new Attempts(delivery);
+      if (alone == null) {
+        attempts.next();
+      }
       return attempt(delivery, attempts, attempts.backoffOrGiveUp(batchFailure));
     });
   }
@@ -268,15 +274,33 @@ public final class IdempotentConsumer<T> {
         return Flux.empty();
       }
       Attempts attempts = new Attempts(run.get(0));
+      // On cancellation the messages that neither settled nor went on to a split's runs are abandoned.
+      Set<Delivery<T>> settled = Collections.newSetFromMap(new java.util.concurrent.ConcurrentHashMap<>());
+      AtomicBoolean splitting = new AtomicBoolean();
       return Mono.defer(() -> attemptBatch(run, attempts.next()))
           .retryWhen(Retry.from(signals -> signals.concatMap(signal -> attempts.backoffOrSplit(signal.failure()))))
           .flatMapMany(fresh -> Flux.fromIterable(run)
-              .concatMap(d -> ack(d, fresh.contains(d) ? Outcome.Status.PROCESSED : Outcome.Status.DUPLICATE, attempts.count())))
-          .onErrorResume(BatchSplit.class, split -> split(run, split, lane))
+              .concatMap(d -> ack(d, fresh.contains(d) ? Outcome.Status.PROCESSED : Outcome.Status.DUPLICATE, attempts.count())
+                  .doOnTerminate(() -> settled.add(d))))
+          .doOnCancel(() -> {
+            if (!splitting.get()) {
+              run.stream().filter(d -> !settled.contains(d)).forEach(metrics::abandoned);
+            }
+          })
+          .onErrorResume(BatchSplit.class, split -> {
+            splitting.set(true);
+            return split(run, split, lane, run.size() == 1 ? attempts : null);
+          })
           .onErrorMap(IdempotentConsumer::cause)
           .doOnError(fatal -> {
-            log.error("Consumer '{}': a JVM error while processing a batch of {} messages from '{}'; they stay unacknowledged and "
-                + "the stream terminates with the error: {}", name, run.size(), idForLogs(run.get(0)), LogText.cut(fatal.toString()));
+            if (run.size() == 1) {
+              log.error("Consumer '{}': a JVM error while processing message '{}'; the message stays unacknowledged and "
+                  + "the stream terminates with the error so that the application (or its supervisor) can restart: {}",
+                  name, idForLogs(run.get(0)), LogText.cut(fatal.toString()));
+            } else {
+              log.error("Consumer '{}': a JVM error while processing a batch of {} messages from '{}'; they stay unacknowledged and "
+                  + "the stream terminates with the error: {}", name, run.size(), idForLogs(run.get(0)), LogText.cut(fatal.toString()));
+            }
             run.forEach(metrics::abandoned);
           });
     });
@@ -286,12 +310,13 @@ public final class IdempotentConsumer<T> {
    * The messages before the failing one commit first; then the failing one goes off the lane to
    * be retried or dead-lettered alone, and the lane goes on with the messages after it.
    */
-  private Flux<Outcome<T>> split(List<Delivery<T>> run, BatchSplit split, BatchLanes.LaneControl<Delivery<T>, Outcome<T>> lane) {
+  private Flux<Outcome<T>> split(List<Delivery<T>> run, BatchSplit split, BatchLanes.LaneControl<Delivery<T>, Outcome<T>> lane,
+      Attempts alone) {
     int failing = run.size() == 1 ? 0 : split.index;
     if (failing >= 0 && failing < run.size()) {
       Delivery<T> bad = run.get(failing);
       return Flux.concat(batchRun(run.subList(0, failing), lane), Flux.defer(() -> {
-        lane.offLane(bad, handleAfterBatchFailure(bad, split.getCause()));
+        lane.offLane(bad, handleAfterBatchFailure(bad, split.getCause(), alone));
         return batchRun(run.subList(failing + 1, run.size()), lane);
       }));
     }
@@ -823,8 +848,11 @@ public final class IdempotentConsumer<T> {
      * per-key order holds within and across batches; {@link Ordering#UNORDERED} to the shortest
      * lane); each lane runs one batch at a time and its next batch takes what queued meanwhile,
      * so batches grow with the load and never wait at low load. {@link #prefetch} bounds the
-     * messages buffered and in flight, {@code concurrency} the transactions. Default
-     * {@value IdempotentConsumer#DEFAULT_MAX_BATCH_SIZE} (off).
+     * messages buffered and in flight (and so the batch sizes, about {@code prefetch /
+     * concurrency} per lane), {@code concurrency} the transactions. A message whose batch failed
+     * because of it is retried off its lane: the later messages of its key wait for it, the
+     * other keys of the lane go on. Default {@value IdempotentConsumer#DEFAULT_MAX_BATCH_SIZE}
+     * (off); 64 with a prefetch of {@code concurrency x 64} is a good start.
      *
      * @param maxBatchSize at least 1; 1 turns batching off
      * @return this builder
