@@ -183,11 +183,28 @@ public final class R2dbcTransactionRunner implements TransactionRunner {
       keptCount.decrementAndGet();
       return false;
     }
-    kept.addFirst(new Kept(connection, acquiredAt, now));
-    if (sweeping.compareAndSet(false, true)) {
-      Schedulers.parallel().schedule(this::sweep, IDLE_RETURN.toMillis(), TimeUnit.MILLISECONDS);
+    Kept entry = new Kept(connection, acquiredAt, now);
+    kept.addFirst(entry);
+    if (sweeping.compareAndSet(false, true) && !scheduleSweep(IDLE_RETURN.toMillis())) {
+      // No scheduler to hand connections back later (it was shut down): keep nothing.
+      boolean mine = kept.removeFirstOccurrence(entry);
+      if (mine) {
+        keptCount.decrementAndGet();
+      }
+      sweep(Long.MAX_VALUE);
+      return !mine;
     }
     return true;
+  }
+
+  private boolean scheduleSweep(long delayMillis) {
+    try {
+      Schedulers.parallel().schedule(() -> sweep(IDLE_RETURN.toNanos()), delayMillis, TimeUnit.MILLISECONDS);
+      return true;
+    } catch (java.util.concurrent.RejectedExecutionException e) {
+      sweeping.set(false);
+      return false;
+    }
   }
 
   private boolean poolHasWaiters() {
@@ -195,18 +212,22 @@ public final class R2dbcTransactionRunner implements TransactionRunner {
         && pool.getMetrics().map(metrics -> metrics.pendingAcquireSize() > 0).orElse(false);
   }
 
-  /** Hands back the connections kept for longer than {@link #IDLE_RETURN}; runs while any are kept. */
-  private void sweep() {
+  /**
+   * Hands back the connections kept unused for at least {@code idleNanos} ({@link #IDLE_RETURN}
+   * when scheduled); runs again while any are kept.
+   */
+  private void sweep(long idleNanos) {
     long now = System.nanoTime();
     for (Kept k : kept) {
-      if (now - k.idleSince() >= IDLE_RETURN.toNanos() && kept.removeFirstOccurrence(k)) {
+      if ((idleNanos == Long.MAX_VALUE || now - k.idleSince() >= idleNanos) && kept.removeFirstOccurrence(k)) {
         keptCount.decrementAndGet();
         quietly(k.connection().close(), "release of an idle kept connection").subscribe();
       }
     }
     sweeping.set(false);
-    if (!kept.isEmpty() && sweeping.compareAndSet(false, true)) {
-      Schedulers.parallel().schedule(this::sweep, IDLE_RETURN.toMillis() / 2, TimeUnit.MILLISECONDS);
+    if (idleNanos != Long.MAX_VALUE && !kept.isEmpty() && sweeping.compareAndSet(false, true)
+        && !scheduleSweep(IDLE_RETURN.toMillis() / 2)) {
+      sweep(Long.MAX_VALUE);
     }
   }
 
