@@ -138,7 +138,7 @@ public final class IdempotentConsumer<T> {
     this.batchMaxWait = b.batchMaxWait;
     this.transactions = b.transactions != null ? b.transactions
         : new R2dbcTransactionRunner(b.inbox.connectionFactory(),
-            b.serverTimeouts != null ? b.serverTimeouts : ServerTimeouts.derivedFrom(b.transactionTimeout));
+            b.serverTimeouts != null ? b.serverTimeouts : ServerTimeouts.derivedFrom(b.transactionTimeout), b.concurrency);
     this.concurrency = b.concurrency;
     this.prefetch = b.prefetch;
     this.ordering = b.ordering;
@@ -220,7 +220,7 @@ public final class IdempotentConsumer<T> {
         outcomes = Flux.using(
             () -> new BatchLanes<Delivery<T>, Outcome<T>>(concurrency, maxBatchSize, batchMaxWait,
                 d -> ordering == Ordering.UNORDERED ? null : laneKey(d),
-                batch -> control.runBatch(batch, () -> processBatch(batch)), Outcome::delivery, metrics::abandoned),
+                (batch, lane) -> control.runBatch(batch, () -> processBatch(batch, control.tracking(lane))), Outcome::delivery, metrics::abandoned),
             lanes -> received.flatMap(lanes::submit, prefetch, 1),
             BatchLanes::dispose);
       } else {
@@ -257,11 +257,17 @@ public final class IdempotentConsumer<T> {
     }), outcome -> outcome.status().name());
   }
 
-  /** The failing message of a split batch, alone: its failed batch attempt counts as its first. */
-  private Mono<Outcome<T>> handleAfterBatchFailure(Delivery<T> delivery, Throwable batchFailure) {
+  /**
+   * The failing message of a split batch, alone: its failed batch attempt counts as its first.
+   * When the batch was this message alone, its attempts so far are its own and carry on
+   * ({@code alone}), so that a batch of one counts attempts as a message without batching does.
+   */
+  private Mono<Outcome<T>> handleAfterBatchFailure(Delivery<T> delivery, Throwable batchFailure, Attempts alone) {
     return Mono.defer(() -> {
-      Attempts attempts = new Attempts(delivery);
-      attempts.next();
+      Attempts attempts = alone != null ? alone : new Attempts(delivery);
+      if (alone == null) {
+        attempts.next();
+      }
       return attempt(delivery, attempts, attempts.backoffOrGiveUp(batchFailure));
     });
   }
@@ -291,16 +297,13 @@ public final class IdempotentConsumer<T> {
    * One micro-batch of one lane, in order: each run of valid deliveries shares a transaction;
    * a delivery that fails validation is dead-lettered where it stands.
    */
-  private Flux<Outcome<T>> processBatch(List<Delivery<T>> batch) {
-    if (batch.size() == 1) {
-      return handle(batch.get(0)).flux();
-    }
-    return observations.isOn() ? observations.batch(batch, batchParts(batch), Outcome::delivery, o -> o.status().name())
-        : batchParts(batch);
+  private Flux<Outcome<T>> processBatch(List<Delivery<T>> batch, BatchLanes.LaneControl<Delivery<T>, Outcome<T>> lane) {
+    return observations.isOn() ? observations.batch(batch, batchParts(batch, lane), Outcome::delivery, o -> o.status().name())
+        : batchParts(batch, lane);
   }
 
-  /** {@link #processBatch} of two or more deliveries. */
-  private Flux<Outcome<T>> batchParts(List<Delivery<T>> batch) {
+  /** {@link #processBatch} without observations. */
+  private Flux<Outcome<T>> batchParts(List<Delivery<T>> batch, BatchLanes.LaneControl<Delivery<T>, Outcome<T>> lane) {
     List<Flux<Outcome<T>>> parts = new ArrayList<>();
     List<Delivery<T>> run = new ArrayList<>();
     for (Delivery<T> delivery : batch) {
@@ -311,50 +314,81 @@ public final class IdempotentConsumer<T> {
         continue;
       }
       if (!run.isEmpty()) {
-        parts.add(batchRun(List.copyOf(run)));
+        parts.add(batchRun(List.copyOf(run), lane));
         run.clear();
       }
       parts.add(deadLetter(delivery, rejection).flux());
     }
     if (!run.isEmpty()) {
-      parts.add(batchRun(List.copyOf(run)));
+      parts.add(batchRun(List.copyOf(run), lane));
     }
-    return Flux.concat(parts);
+    return parts.size() == 1 ? parts.get(0) : Flux.concat(parts);
   }
 
   /**
    * Valid deliveries in one transaction: one multi-row dedup insert, the handler for each new
-   * one, one COMMIT, then the acknowledgements in order. Infrastructure failures and contention
-   * retry the whole batch; a failure of the message's kind splits it (at the failing message
-   * when it is known, else in halves), so the others commit and the failing one is retried and
-   * dead-lettered on its own, in its place in the order.
+   * one, one COMMIT, then the acknowledgements in order. Deliveries whose key waits for a
+   * message that runs off the lane are left to a later batch of the lane. Infrastructure
+   * failures and contention retry the whole batch; a failure of the message's kind splits it
+   * (at the failing message when it is known, else in halves): the others commit, and the
+   * failing one is retried and dead-lettered on its own, off the lane, while the later messages
+   * of its key wait for it and those of other keys go on.
    */
-  private Flux<Outcome<T>> batchRun(List<Delivery<T>> run) {
-    if (run.size() <= 1) {
-      return run.isEmpty() ? Flux.empty() : handle(run.get(0)).flux();
-    }
-    Attempts attempts = new Attempts(run.get(0));
-    return Mono.defer(() -> attemptBatch(run, attempts.next()))
-        .retryWhen(Retry.from(signals -> signals.concatMap(signal -> attempts.backoffOrSplit(signal.failure()))))
-        .flatMapMany(fresh -> Flux.fromIterable(run)
-            .concatMap(d -> ack(d, fresh.contains(d) ? Outcome.Status.PROCESSED : Outcome.Status.DUPLICATE, attempts.count())))
-        .onErrorResume(BatchSplit.class, split -> split(run, split))
-        .onErrorMap(IdempotentConsumer::cause)
-        .doOnError(fatal -> {
-          log.error("Consumer '{}': a JVM error while processing a batch of {} messages from '{}'; they stay unacknowledged and "
-              + "the stream terminates with the error: {}", name, run.size(), idForLogs(run.get(0)), LogText.cut(fatal.toString()));
-          run.forEach(metrics::abandoned);
-        });
+  private Flux<Outcome<T>> batchRun(List<Delivery<T>> candidates, BatchLanes.LaneControl<Delivery<T>, Outcome<T>> lane) {
+    return Flux.defer(() -> {
+      List<Delivery<T>> run = lane.admit(candidates);
+      if (run.isEmpty()) {
+        return Flux.empty();
+      }
+      Attempts attempts = new Attempts(run.get(0));
+      // On cancellation the messages that neither settled nor went on to a split's runs are abandoned.
+      Set<Delivery<T>> settled = Collections.newSetFromMap(new java.util.concurrent.ConcurrentHashMap<>());
+      AtomicBoolean splitting = new AtomicBoolean();
+      return Mono.defer(() -> attemptBatch(run, attempts.next()))
+          .retryWhen(Retry.from(signals -> signals.concatMap(signal -> attempts.backoffOrSplit(signal.failure()))))
+          .flatMapMany(fresh -> Flux.fromIterable(run)
+              .concatMap(d -> ack(d, fresh.contains(d) ? Outcome.Status.PROCESSED : Outcome.Status.DUPLICATE, attempts.count())
+                  .doOnTerminate(() -> settled.add(d))))
+          .doOnCancel(() -> {
+            if (!splitting.get()) {
+              run.stream().filter(d -> !settled.contains(d)).forEach(metrics::abandoned);
+            }
+          })
+          .onErrorResume(BatchSplit.class, split -> {
+            splitting.set(true);
+            return split(run, split, lane, run.size() == 1 ? attempts : null);
+          })
+          .onErrorMap(IdempotentConsumer::cause)
+          .doOnError(fatal -> {
+            if (run.size() == 1) {
+              log.error("Consumer '{}': a JVM error while processing message '{}'; the message stays unacknowledged and "
+                  + "the stream terminates with the error so that the application (or its supervisor) can restart: {}",
+                  name, idForLogs(run.get(0)), LogText.cut(fatal.toString()));
+            } else {
+              log.error("Consumer '{}': a JVM error while processing a batch of {} messages from '{}'; they stay unacknowledged and "
+                  + "the stream terminates with the error: {}", name, run.size(), idForLogs(run.get(0)), LogText.cut(fatal.toString()));
+            }
+            run.forEach(metrics::abandoned);
+          });
+    });
   }
 
-  private Flux<Outcome<T>> split(List<Delivery<T>> run, BatchSplit split) {
-    int failing = split.index;
+  /**
+   * The messages before the failing one commit first; then the failing one goes off the lane to
+   * be retried or dead-lettered alone, and the lane goes on with the messages after it.
+   */
+  private Flux<Outcome<T>> split(List<Delivery<T>> run, BatchSplit split, BatchLanes.LaneControl<Delivery<T>, Outcome<T>> lane,
+      Attempts alone) {
+    int failing = run.size() == 1 ? 0 : split.index;
     if (failing >= 0 && failing < run.size()) {
-      return Flux.concat(batchRun(run.subList(0, failing)), handleAfterBatchFailure(run.get(failing), split.getCause()).flux(),
-          batchRun(run.subList(failing + 1, run.size())));
+      Delivery<T> bad = run.get(failing);
+      return Flux.concat(batchRun(run.subList(0, failing), lane), Flux.defer(() -> {
+        lane.offLane(bad, handleAfterBatchFailure(bad, split.getCause(), alone));
+        return batchRun(run.subList(failing + 1, run.size()), lane);
+      }));
     }
     int half = run.size() / 2;
-    return Flux.concat(batchRun(run.subList(0, half)), batchRun(run.subList(half, run.size())));
+    return Flux.concat(batchRun(run.subList(0, half), lane), batchRun(run.subList(half, run.size()), lane));
   }
 
   private Mono<Set<Delivery<T>>> attemptBatch(List<Delivery<T>> run, int attempt) {
@@ -362,11 +396,16 @@ public final class IdempotentConsumer<T> {
     AtomicBoolean effectsDone = new AtomicBoolean();
     List<String> ids = new ArrayList<>(run.size());
     run.forEach(d -> ids.add(d.id()));
-    return transactions.inTransaction(connection -> inbox.recordAll(connection, name, ids)
-            .flatMap(newIds -> {
-              Set<Delivery<T>> fresh = firstOccurrences(run, newIds);
-              return applyEffects(run, fresh, connection).doOnSuccess(ok -> effectsDone.set(true)).thenReturn(fresh);
-            }))
+    java.util.function.BiFunction<io.r2dbc.spi.Connection, Set<String>, Mono<Set<Delivery<T>>>> afterRecord = (connection, newIds) -> {
+      Set<Delivery<T>> fresh = firstOccurrences(run, newIds);
+      return applyEffects(run, fresh, connection).doOnSuccess(ok -> effectsDone.set(true)).thenReturn(fresh);
+    };
+    Mono<Set<Delivery<T>>> transaction = transactions instanceof R2dbcTransactionRunner r2dbc
+        // The default runner sends the dedup insert with BEGIN: one round trip less.
+        ? r2dbc.inTransaction(connection -> inbox.recordAllPipelined(connection, name, ids), afterRecord)
+        : transactions.inTransaction(connection -> inbox.recordAll(connection, name, ids)
+            .flatMap(newIds -> afterRecord.apply(connection, newIds)));
+    return transaction
         .timeout(transactionTimeout)
         .onErrorMap(error -> effectsDone.get() && !(error instanceof HandlerFailure) && CommitRejected.matches(error),
             CommitRejected::new)
@@ -419,10 +458,15 @@ public final class IdempotentConsumer<T> {
   private Mono<Boolean> attemptOnce(Delivery<T> delivery, int attempt) {
     long start = System.nanoTime();
     AtomicBoolean handlerDone = new AtomicBoolean();
-    return transactions.inTransaction(connection -> inbox.record(connection, name, delivery.id())
-            .flatMap(inserted -> inserted
-                ? runHandler(delivery, new TxHandle(connection, delivery.id(), name, MessageMetadata.of(delivery))).doOnSuccess(ok -> handlerDone.set(true))
-                : Mono.just(false)))
+    java.util.function.BiFunction<io.r2dbc.spi.Connection, Boolean, Mono<Boolean>> afterRecord = (connection, inserted) -> inserted
+        ? runHandler(delivery, new TxHandle(connection, delivery.id(), name, MessageMetadata.of(delivery))).doOnSuccess(ok -> handlerDone.set(true))
+        : Mono.just(false);
+    Mono<Boolean> transaction = transactions instanceof R2dbcTransactionRunner r2dbc
+        // The default runner sends the dedup insert with BEGIN: one round trip less.
+        ? r2dbc.inTransaction(connection -> inbox.recordPipelined(connection, name, delivery.id()), afterRecord)
+        : transactions.inTransaction(connection -> inbox.record(connection, name, delivery.id())
+            .flatMap(inserted -> afterRecord.apply(connection, inserted)));
+    return transaction
         .timeout(transactionTimeout)
         .onErrorMap(error -> handlerDone.get() && !(error instanceof HandlerFailure) && CommitRejected.matches(error),
             CommitRejected::new)
@@ -886,8 +930,11 @@ public final class IdempotentConsumer<T> {
      * per-key order holds within and across batches; {@link Ordering#UNORDERED} to the shortest
      * lane); each lane runs one batch at a time and its next batch takes what queued meanwhile,
      * so batches grow with the load and never wait at low load. {@link #prefetch} bounds the
-     * messages buffered and in flight, {@code concurrency} the transactions. Default
-     * {@value IdempotentConsumer#DEFAULT_MAX_BATCH_SIZE} (off).
+     * messages buffered and in flight (and so the batch sizes, about {@code prefetch /
+     * concurrency} per lane), {@code concurrency} the transactions. A message whose batch failed
+     * because of it is retried off its lane: the later messages of its key wait for it, the
+     * other keys of the lane go on. Default {@value IdempotentConsumer#DEFAULT_MAX_BATCH_SIZE}
+     * (off); 64 with a prefetch of {@code concurrency x 64} is a good start.
      *
      * @param maxBatchSize at least 1; 1 turns batching off
      * @return this builder

@@ -124,6 +124,42 @@ class BatchModeIntegrationTests {
     assertThat(deliveries).allSatisfy(d -> assertThat(d.ackCount()).isEqualTo(1));
   }
 
+  /**
+   * One lane holds keys A and B. The first A message fails until every B message has committed,
+   * which can only happen when its retries leave the lane to B; the later A message waits for it.
+   * With a zero wait the failing message forms a batch of its own; with a wait it shares one.
+   */
+  @org.junit.jupiter.params.ParameterizedTest
+  @org.junit.jupiter.params.provider.ValueSource(longs = {0, 50})
+  void aMessageInRetryBackoffLeavesItsLaneToTheOtherKeysWhileTheLaterMessagesOfItsKeyWait(long batchMaxWaitMillis) {
+    List<TestDelivery<String>> deliveries = List.of(TestDelivery.keyed("a-1", "A", "A"), TestDelivery.keyed("b-1", "B", "B"),
+        TestDelivery.keyed("b-2", "B", "B"), TestDelivery.keyed("b-3", "B", "B"), TestDelivery.keyed("a-2", "A", "A"),
+        TestDelivery.keyed("b-4", "B", "B"), TestDelivery.keyed("b-5", "B", "B"));
+    Handler<String> waitsForB = (key, tx) -> {
+      Mono<Long> effect = tx.sql("INSERT INTO " + effects + " (message_id, k) VALUES ($1, $2)").bind(0, tx.messageId()).bind(1, key).execute();
+      if (!tx.messageId().equals("a-1")) {
+        return effect;
+      }
+      return tx.sql("SELECT count(*) FROM " + effects + " WHERE k = 'B'").map(row -> row.get(0, Long.class)).single()
+          .flatMap(committedB -> committedB < 5 ? Mono.error(new IllegalStateException("B has not committed yet")) : effect);
+    };
+    // Enough attempts that a-1 outlasts any pause of the machine; a lane blocked by its retries would exhaust them.
+    RetryPolicy patient = new RetryPolicy(10_000, Duration.ofMillis(2), Duration.ofMillis(20), Duration.ofMillis(20), Duration.ofMillis(200));
+
+    List<Outcome<String>> outcomes = IdempotentConsumer.<String>named(consumer).inbox(inbox).handler(waitsForB)
+        .ordering(Ordering.BY_KEY).concurrency(1).prefetch(32).maxBatchSize(32).batchMaxWait(Duration.ofMillis(batchMaxWaitMillis))
+        .retry(patient).build()
+        .process(Flux.fromIterable(deliveries)).collectList().block(TIMEOUT);
+
+    assertThat(outcomes).hasSize(7).allSatisfy(o -> assertThat(o.status()).isEqualTo(Outcome.Status.PROCESSED));
+    Outcome<String> first = outcomes.stream().filter(o -> o.delivery().id().equals("a-1")).findFirst().orElseThrow();
+    assertThat(first.attempts()).as("a-1 failed while B was pending").isGreaterThan(1);
+    assertThat(postgres.column("SELECT message_id FROM " + effects + " ORDER BY seq"))
+        .as("every B before a-1, a-1 before a-2").containsExactly("b-1", "b-2", "b-3", "b-4", "b-5", "a-1", "a-2");
+    assertThat(outcomes.stream().map(o -> o.delivery().id()).filter(id -> id.startsWith("a-"))).containsExactly("a-1", "a-2");
+    assertThat(deliveries).allSatisfy(d -> assertThat(d.ackCount()).isEqualTo(1));
+  }
+
   @Test
   void aFailingSetBasedHandlerIsSplitUntilTheBadMessageIsAloneAndTheOthersCommit() {
     List<TestDelivery<Payment>> deliveries = new ArrayList<>();

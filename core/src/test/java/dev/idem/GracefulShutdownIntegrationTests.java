@@ -281,4 +281,44 @@ class GracefulShutdownIntegrationTests {
     assertThat(running.sourceCancelled.get()).isTrue();
     deliveries.forEach(d -> assertThat(effects(d.id())).isEqualTo(1));
   }
+
+  @Test
+  void aFailedBatchMessageRetriedOffItsLaneIsWaitedForWithinTheGracePeriod() {
+    Sinks.Empty<Void> releaseRetry = Sinks.empty();
+    AtomicInteger m1Attempts = new AtomicInteger();
+    Handler<Integer> handler = (value, tx) -> {
+      handlerStarted.add(tx.messageId() + "#" + (value == 1 ? m1Attempts.incrementAndGet() : 1));
+      Mono<Void> effect = tx.sql("INSERT INTO " + effects + " (message_id, v) VALUES ($1, $2)")
+          .bind(0, tx.messageId()).bind(1, value).execute().then();
+      if (value != 1) {
+        return effect;
+      }
+      // m-1 fails in its batch, then its retry, off the lane, writes its effect and waits inside
+      // its transaction until the test lets it commit.
+      return m1Attempts.get() == 1 ? Mono.error(new IllegalStateException("transient")) : effect.then(releaseRetry.asMono());
+    };
+    IdempotentConsumer<Integer> idem = IdempotentConsumer.<Integer>named(consumer).inbox(inbox).handler(handler)
+        .concurrency(1).prefetch(16).maxBatchSize(8).retry(RetryPolicy.backoff(5, Duration.ofMillis(10))).build();
+    List<TestDelivery<Integer>> deliveries = deliveries(4);
+    GracefulShutdown shutdown = GracefulShutdown.create();
+    Running running = start(idem, deliveries, shutdown);
+    await().atMost(TIMEOUT).until(() -> handlerStarted.contains("m-1#2"));
+
+    Mono<ShutdownReport> stopping = shutdown.stop(Duration.ofSeconds(30)).cache();
+    stopping.subscribe();
+    releaseRetry.tryEmitEmpty();
+    ShutdownReport report = stopping.block(TIMEOUT);
+
+    assertThat(report.abandonedInFlight()).as("abandoned in flight").isZero();
+    assertThat(report.withinGracePeriod()).isTrue();
+    assertThat(running.ended.get()).isEqualTo(SignalType.ON_COMPLETE);
+    TestDelivery<Integer> retried = deliveries.get(1);
+    assertThat(effects(retried.id())).as("effects of the retried message").isEqualTo(1);
+    assertThat(inboxRows(retried.id())).isEqualTo(1);
+    assertThat(retried.ackCount()).as("the retried message was acknowledged").isEqualTo(1);
+    for (TestDelivery<Integer> d : deliveries) {
+      assertThat(effects(d.id())).as("effects of %s", d.id()).isEqualTo(d.ackCount());
+      assertThat(inboxRows(d.id())).as("inbox rows of %s", d.id()).isEqualTo(d.ackCount());
+    }
+  }
 }

@@ -364,7 +364,8 @@ class IdempotentConsumerIntegrationTests {
         .process(Flux.just(nullId, blankId, longId, nullPayload, undecodable, rejected, alwaysFails, good))
         .collectList().block(TIMEOUT);
 
-    assertThat(statuses(outcomes)).containsExactly(
+    // UNORDERED: in batch mode the good message need not wait while always-fails is retried off its lane.
+    assertThat(statuses(outcomes)).containsExactlyInAnyOrder(
         Outcome.Status.DEAD_LETTERED, Outcome.Status.DEAD_LETTERED, Outcome.Status.DEAD_LETTERED, Outcome.Status.DEAD_LETTERED,
         Outcome.Status.DEAD_LETTERED, Outcome.Status.DEAD_LETTERED, Outcome.Status.DEAD_LETTERED, Outcome.Status.PROCESSED);
     assertThat(nullId.deadLetter().reason()).isEqualTo(DeadLetterReason.MISSING_ID);

@@ -31,20 +31,22 @@ record IdemSetting(String id, Ordering ordering, int concurrency, int prefetch, 
         new IdemSetting("5d", Ordering.BY_KEY, 4, 1024, 256, true));
   }
 
-  /** Per-message mode with Idem's defaults (BY_KEY, concurrency 8, prefetch 32). */
+  /** Idem's defaults (BY_KEY, concurrency 8, prefetch 32, batching off) with the per-message {@link Handler}. */
   static IdemSetting defaults(String id) {
     return new IdemSetting(id, IdempotentConsumer.DEFAULT_ORDERING, IdempotentConsumer.DEFAULT_CONCURRENCY,
-        IdempotentConsumer.DEFAULT_PREFETCH, 1, false);
+        IdempotentConsumer.DEFAULT_PREFETCH, IdempotentConsumer.DEFAULT_MAX_BATCH_SIZE, false);
   }
 
   String label() {
     String order = ordering == Ordering.BY_KEY ? "BY_KEY" : ordering.name();
+    boolean defaults = ordering == IdempotentConsumer.DEFAULT_ORDERING && concurrency == IdempotentConsumer.DEFAULT_CONCURRENCY
+        && prefetch == IdempotentConsumer.DEFAULT_PREFETCH && maxBatchSize == IdempotentConsumer.DEFAULT_MAX_BATCH_SIZE && !setBased;
+    String suffix = defaults ? " (defaults)" : "";
     if (maxBatchSize <= 1) {
-      boolean defaults = ordering == IdempotentConsumer.DEFAULT_ORDERING && concurrency == IdempotentConsumer.DEFAULT_CONCURRENCY
-          && prefetch == IdempotentConsumer.DEFAULT_PREFETCH;
-      return "Idem per message, " + order + " c" + concurrency + " p" + prefetch + (defaults ? " (defaults)" : "");
+      return "Idem per message, " + order + " c" + concurrency + " p" + prefetch + suffix;
     }
-    return "Idem batch " + maxBatchSize + ", " + (setBased ? "BatchHandler" : "Handler") + ", " + order + " c" + concurrency + " p" + prefetch;
+    return "Idem batch " + maxBatchSize + ", " + (setBased ? "BatchHandler" : "Handler") + ", " + order + " c" + concurrency + " p" + prefetch
+        + suffix;
   }
 
   IdempotentConsumer<Payment> consumer(String name, PostgresInbox inbox, String accountsTable) {

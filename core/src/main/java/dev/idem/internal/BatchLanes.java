@@ -3,9 +3,12 @@ package dev.idem.internal;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.function.BiFunction;
 import java.util.function.Consumer;
 import java.util.function.Function;
 import reactor.core.Disposable;
@@ -25,16 +28,50 @@ import reactor.core.scheduler.Schedulers;
  * are processed in order; items without a key go to the lane with the shortest queue.
  * Memory is bounded by the caller's demand: a lane only holds what was submitted to it.
  *
+ * <p>A batch may move one of its items {@linkplain LaneControl#offLane off its lane} (an item that
+ * waits to be retried): it then runs on its own, its lane goes on with the other keys, and the
+ * later items of its key are held back, in order, until it ended; they join a batch after that.
+ *
  * @param <I> the item type
  * @param <O> the result type, at most one per item
  */
 public final class BatchLanes<I, O> implements Disposable {
 
+  /**
+   * What a running batch may ask of its lane.
+   *
+   * @param <I> the item type
+   * @param <O> the result type
+   */
+  public interface LaneControl<I, O> {
+
+    /**
+     * Of these items of the running batch, those that may run now, in their order. The others
+     * have the key of an item that runs off the lane: they leave this batch, wait for that item
+     * to end, and run in a later batch of the lane, in their order.
+     *
+     * @param items items of the running batch
+     * @return the items to run now
+     */
+    List<I> admit(List<I> items);
+
+    /**
+     * Runs {@code work} for an item of the running batch on its own, off the lane: its result
+     * (or error) becomes the item's, and the batch must not emit one for it. Until the work
+     * ends, the lane holds back the later items of the item's key; the lane goes on with the
+     * other keys.
+     *
+     * @param item an item of the running batch
+     * @param work what settles the item
+     */
+    void offLane(I item, Mono<O> work);
+  }
+
   private final List<Lane> lanes;
   private final int maxBatch;
   private final Duration maxWait;
   private final Function<I, String> laneKey;
-  private final Function<List<I>, Flux<O>> processor;
+  private final BiFunction<List<I>, LaneControl<I, O>, Flux<O>> processor;
   private final Function<O, I> itemOf;
   private final Consumer<I> abandoned;
   private volatile boolean disposed;
@@ -51,7 +88,7 @@ public final class BatchLanes<I, O> implements Disposable {
    * @param abandoned told of items that leave without a result because the lanes were disposed
    */
   public BatchLanes(int lanes, int maxBatch, Duration maxWait, Function<I, String> laneKey,
-      Function<List<I>, Flux<O>> processor, Function<O, I> itemOf, Consumer<I> abandoned) {
+      BiFunction<List<I>, LaneControl<I, O>, Flux<O>> processor, Function<O, I> itemOf, Consumer<I> abandoned) {
     this.lanes = new ArrayList<>(lanes);
     for (int i = 0; i < lanes; i++) {
       this.lanes.add(new Lane());
@@ -71,11 +108,13 @@ public final class BatchLanes<I, O> implements Disposable {
    * @return its result once its batch finished, empty when it has none, or the batch's error
    */
   public Mono<O> submit(I item) {
-    return Mono.create(sink -> laneFor(item).enqueue(new Pending(item, sink)));
+    return Mono.create(sink -> {
+      String key = laneKey.apply(item);
+      laneFor(key).enqueue(new Pending(item, key, sink));
+    });
   }
 
-  private Lane laneFor(I item) {
-    String key = laneKey.apply(item);
+  private Lane laneFor(String key) {
     if (key != null) {
       return lanes.get(Math.floorMod(key.hashCode(), lanes.size()));
     }
@@ -88,7 +127,7 @@ public final class BatchLanes<I, O> implements Disposable {
     return shortest;
   }
 
-  /** Cancels running batches (their transactions roll back) and abandons queued items. */
+  /** Cancels running batches and off-lane work (their transactions roll back) and abandons queued and held-back items. */
   @Override
   public void dispose() {
     disposed = true;
@@ -104,18 +143,27 @@ public final class BatchLanes<I, O> implements Disposable {
 
   private final class Pending {
     final I item;
+    final String key;
     final MonoSink<O> sink;
 
-    Pending(I item, MonoSink<O> sink) {
+    Pending(I item, String key, MonoSink<O> sink) {
       this.item = item;
+      this.key = key;
       this.sink = sink;
     }
   }
 
-  private final class Lane {
+  private final class Lane implements LaneControl<I, O> {
     private final ArrayDeque<Pending> queue = new ArrayDeque<>();
+    /** Keys with an item off the lane, each with its later items held back, in order. */
+    private final Map<String, ArrayDeque<Pending>> held = new HashMap<>();
+    /** Keys whose off-lane item ended; their held items go back to the queue when the next batch forms. */
+    private final List<String> released = new ArrayList<>();
+    /** The running batch's items that still wait for a result. */
+    private Map<I, Pending> current = new IdentityHashMap<>();
+    private final Set<Disposable> offLane = java.util.Collections.newSetFromMap(new IdentityHashMap<>());
     private boolean running;
-    private Disposable current;
+    private Disposable currentBatch;
 
     synchronized int size() {
       return queue.size();
@@ -145,25 +193,47 @@ public final class BatchLanes<I, O> implements Disposable {
 
     private void runNext() {
       List<Pending> batch = new ArrayList<>();
+      Map<I, Pending> byItem = new IdentityHashMap<>();
       synchronized (this) {
-        while (batch.size() < maxBatch && !queue.isEmpty()) {
-          batch.add(queue.poll());
+        for (int i = released.size() - 1; i >= 0; i--) {
+          ArrayDeque<Pending> waiting = held.remove(released.get(i));
+          if (waiting != null) {
+            for (java.util.Iterator<Pending> it = waiting.descendingIterator(); it.hasNext(); ) {
+              queue.addFirst(it.next());
+            }
+          }
+        }
+        released.clear();
+        for (java.util.Iterator<Pending> it = queue.iterator(); it.hasNext() && batch.size() < maxBatch; ) {
+          Pending p = it.next();
+          it.remove();
+          ArrayDeque<Pending> waiting = p.key == null ? null : held.get(p.key);
+          if (waiting != null) {
+            waiting.add(p);
+          } else {
+            batch.add(p);
+          }
         }
         if (batch.isEmpty() || disposed) {
           running = false;
           return;
         }
+        for (Pending p : batch) {
+          byItem.put(p.item, p);
+        }
+        current = byItem;
       }
-      Map<I, Pending> byItem = new IdentityHashMap<>();
       List<I> items = new ArrayList<>(batch.size());
       for (Pending p : batch) {
-        byItem.put(p.item, p);
         items.add(p.item);
       }
       BaseSubscriber<O> subscriber = new BaseSubscriber<>() {
         @Override
         protected void hookOnNext(O result) {
-          Pending p = byItem.remove(itemOf.apply(result));
+          Pending p;
+          synchronized (Lane.this) {
+            p = byItem.remove(itemOf.apply(result));
+          }
           if (p != null) {
             p.sink.success(result);
           }
@@ -171,34 +241,120 @@ public final class BatchLanes<I, O> implements Disposable {
 
         @Override
         protected void hookOnError(Throwable error) {
-          byItem.values().forEach(p -> p.sink.error(error));
-          byItem.clear();
+          for (Pending p : takeAll()) {
+            p.sink.error(error);
+          }
         }
 
         @Override
         protected void hookOnComplete() {
-          byItem.values().forEach(p -> p.sink.success());
-          byItem.clear();
+          for (Pending p : takeAll()) {
+            p.sink.success();
+          }
           runNext();
+        }
+
+        private List<Pending> takeAll() {
+          synchronized (Lane.this) {
+            List<Pending> left = new ArrayList<>(byItem.values());
+            byItem.clear();
+            return left;
+          }
         }
       };
       synchronized (this) {
-        current = subscriber;
+        currentBatch = subscriber;
       }
-      Flux.defer(() -> processor.apply(items)).subscribe(subscriber);
+      Flux.defer(() -> processor.apply(items, this)).subscribe(subscriber);
+    }
+
+    @Override
+    public synchronized List<I> admit(List<I> items) {
+      List<I> admitted = new ArrayList<>(items.size());
+      for (I item : items) {
+        Pending p = current.get(item);
+        ArrayDeque<Pending> waiting = p == null || p.key == null ? null : held.get(p.key);
+        if (waiting != null) {
+          current.remove(item);
+          waiting.add(p);
+        } else {
+          admitted.add(item);
+        }
+      }
+      return admitted;
+    }
+
+    @Override
+    public void offLane(I item, Mono<O> work) {
+      Pending p;
+      synchronized (this) {
+        p = current.remove(item);
+        if (p == null) {
+          throw new IllegalArgumentException("not an item of the running batch: " + item);
+        }
+        if (p.key != null) {
+          held.computeIfAbsent(p.key, k -> new ArrayDeque<>());
+        }
+      }
+      Disposable.Swap subscription = reactor.core.Disposables.swap();
+      synchronized (this) {
+        offLane.add(subscription);
+      }
+      subscription.update(work.subscribe(
+          result -> {
+            ended(p, subscription);
+            p.sink.success(result);
+          },
+          error -> {
+            ended(p, subscription);
+            p.sink.error(error);
+          },
+          () -> {
+            if (ended(p, subscription)) {
+              p.sink.success();
+            }
+          }));
+    }
+
+    /** An off-lane item ended: its key is released at the next batch; an idle lane starts one. Once per item. */
+    private boolean ended(Pending p, Disposable subscription) {
+      boolean start;
+      synchronized (this) {
+        if (!offLane.remove(subscription)) {
+          return false;
+        }
+        if (p.key != null) {
+          released.add(p.key);
+        }
+        start = !running && !disposed;
+        if (start) {
+          running = true;
+        }
+      }
+      if (start) {
+        runNext();
+      }
+      return true;
     }
 
     void dispose() {
       List<Pending> left;
-      Disposable running;
+      List<Disposable> cancelled;
+      Disposable batch;
       synchronized (this) {
         left = new ArrayList<>(queue);
         queue.clear();
-        running = current;
+        held.values().forEach(left::addAll);
+        held.clear();
+        released.clear();
+        cancelled = new ArrayList<>(offLane);
+        offLane.clear();
+        batch = currentBatch;
       }
-      if (running != null) {
-        running.dispose();
+      if (batch != null) {
+        batch.dispose();
       }
+      cancelled.forEach(Disposable::dispose);
       for (Pending p : left) {
         abandoned.accept(p.item);
         p.sink.success();

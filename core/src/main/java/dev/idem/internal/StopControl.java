@@ -128,6 +128,47 @@ public final class StopControl {
   }
 
   /**
+   * A batch lane whose off-lane work (a failing message retried on its own, see
+   * {@link BatchLanes.LaneControl#offLane}) is in flight for this control as its batch was: a stop
+   * waits for its transaction within the grace period, abandons its retry backoff at once, and
+   * counts it.
+   *
+   * @param lane the running batch's lane
+   * @param <I> the item type
+   * @param <O> the result type
+   * @return the lane, tracking its off-lane work
+   */
+  public <I, O> BatchLanes.LaneControl<I, O> tracking(BatchLanes.LaneControl<I, O> lane) {
+    return new BatchLanes.LaneControl<>() {
+      @Override
+      public List<I> admit(List<I> items) {
+        return lane.admit(items);
+      }
+
+      @Override
+      public void offLane(I item, Mono<O> work) {
+        lane.offLane(item, continued(work));
+      }
+    };
+  }
+
+  /** Work of a message that already started (in a batch that has not ended yet): in flight even when stopping. */
+  private <R> Mono<R> continued(Mono<R> work) {
+    return Mono.defer(() -> {
+      Flight flight;
+      synchronized (this) {
+        inFlight += 1;
+        flight = new Flight(1);
+        flights.add(flight);
+      }
+      return work.contextWrite(Context.of(FLIGHT_KEY, flight))
+          .takeUntilOther(flight.abandon.asMono())
+          .doOnNext(result -> flight.emitted++)
+          .doFinally(signal -> finish(flight, signal));
+    });
+  }
+
+  /**
    * The stream, completed normally once the stop is over, and reported.
    *
    * @param outcomes the stream
@@ -241,12 +282,12 @@ public final class StopControl {
       }
       inFlight -= flight.messages;
       if (stopping) {
+        // A batch emits one outcome per message it settled; the messages it moved off its lane
+        // are counted by their own flight, those it held back when they start again.
+        int emitted = Math.min(flight.emitted, flight.messages);
+        completedAfterStop += emitted;
         if (signal == SignalType.CANCEL || flight.abandoned) {
-          int emitted = Math.min(flight.emitted, flight.messages);
-          completedAfterStop += emitted;
           abandonedAfterStop += flight.messages - emitted;
-        } else {
-          completedAfterStop += flight.messages;
         }
       }
       idle = stopping && inFlight == 0;

@@ -42,25 +42,40 @@ public final class PostgresInbox {
   /** Rows removed per statement by {@link #purgeOlderThan}: {@value}. */
   public static final int PURGE_BATCH_SIZE = 5_000;
 
+  /**
+   * The transaction-local setting that a pipelined {@code BEGIN} sets to {@code on} and that
+   * {@link #recordPipelined} requires: {@value}.
+   */
+  public static final String IN_TRANSACTION_SETTING = "idem.in_transaction";
+
   private static final Pattern TEMPLATE_NAMES = Pattern.compile("\\b(processed_messages_processed_at_idx|processed_messages)\\b");
 
   private final ConnectionFactory connectionFactory;
   private final String table;
   private final String insertSql;
+  private final String insertPipelinedSql;
   private final String insertManySql;
+  private final String insertManyPipelinedSql;
   private final RotatingLayout layout;
 
   private PostgresInbox(ConnectionFactory connectionFactory, String table, RotatingLayout layout) {
     this.connectionFactory = Objects.requireNonNull(connectionFactory, "connectionFactory");
     this.table = Identifiers.requireSqlIdentifier("table", table);
     this.layout = layout;
+    // The consumer is NULL, which the NOT NULL column refuses, unless a pipelined BEGIN started the transaction.
+    String guardedConsumer = "CASE WHEN current_setting('" + IN_TRANSACTION_SETTING + "', true) = 'on' THEN $1 END";
     if (layout == null) {
       this.insertSql = "INSERT INTO " + table + " (consumer, message_id) VALUES ($1, $2) ON CONFLICT DO NOTHING";
+      this.insertPipelinedSql = "INSERT INTO " + table + " (consumer, message_id) VALUES (" + guardedConsumer + ", $2) ON CONFLICT DO NOTHING";
       this.insertManySql = "INSERT INTO " + table + " (consumer, message_id) SELECT $1, id FROM unnest($2::text[]) AS ids(id) ORDER BY id"
           + " ON CONFLICT DO NOTHING RETURNING message_id";
+      this.insertManyPipelinedSql = "INSERT INTO " + table + " (consumer, message_id) SELECT " + guardedConsumer
+          + ", id FROM unnest($2::text[]) AS ids(id) ORDER BY id ON CONFLICT DO NOTHING RETURNING message_id";
     } else {
       this.insertSql = "SELECT id FROM " + table + "_record($1, ARRAY[$2]::text[]) AS id";
+      this.insertPipelinedSql = "SELECT id FROM " + table + "_record(" + guardedConsumer + ", ARRAY[$2]::text[]) AS id";
       this.insertManySql = "SELECT id FROM " + table + "_record($1, $2::text[]) AS id";
+      this.insertManyPipelinedSql = "SELECT id FROM " + table + "_record(" + guardedConsumer + ", $2::text[]) AS id";
     }
   }
 
@@ -153,12 +168,33 @@ public final class PostgresInbox {
    * @return {@code true} when the row was inserted (first time), {@code false} for a duplicate
    */
   public Mono<Boolean> record(Connection connection, String consumer, String messageId) {
+    return record(insertSql, connection, consumer, messageId);
+  }
+
+  /**
+   * Like {@link #record}, for a statement sent right behind a pipelined {@code BEGIN}, before
+   * BEGIN's answer arrived (the pipeline's default transaction runner does that to save a round
+   * trip): it records the id only inside a transaction whose BEGIN set
+   * {@value #IN_TRANSACTION_SETTING} to {@code on} ({@code SET LOCAL}), and fails (a NOT NULL
+   * violation, nothing written) anywhere else, so that a BEGIN that did not run cannot leave the
+   * id committed on its own.
+   *
+   * @param connection a connection whose pipelined BEGIN was sent just before
+   * @param consumer the consumer name
+   * @param messageId the message id
+   * @return {@code true} when the row was inserted (first time), {@code false} for a duplicate
+   */
+  public Mono<Boolean> recordPipelined(Connection connection, String consumer, String messageId) {
+    return record(insertPipelinedSql, connection, consumer, messageId);
+  }
+
+  private Mono<Boolean> record(String sql, Connection connection, String consumer, String messageId) {
     if (layout != null) {
-      return Flux.from(connection.createStatement(insertSql).bind(0, consumer).bind(1, messageId).execute())
+      return Flux.from(connection.createStatement(sql).bind(0, consumer).bind(1, messageId).execute())
           .concatMap(result -> result.map(row -> row.get(0, String.class)))
           .hasElements();
     }
-    return Flux.from(connection.createStatement(insertSql).bind(0, consumer).bind(1, messageId).execute())
+    return Flux.from(connection.createStatement(sql).bind(0, consumer).bind(1, messageId).execute())
         .concatMap(result -> Mono.from(result.getRowsUpdated()))
         .reduce(0L, Long::sum)
         .map(rows -> rows > 0);
@@ -175,8 +211,26 @@ public final class PostgresInbox {
    * @return the ids whose rows were inserted (seen for the first time)
    */
   public Mono<java.util.Set<String>> recordAll(Connection connection, String consumer, java.util.Collection<String> messageIds) {
+    return recordAll(insertManySql, connection, consumer, messageIds);
+  }
+
+  /**
+   * Like {@link #recordAll}, for a statement sent right behind a pipelined {@code BEGIN}: it
+   * records only inside a transaction whose BEGIN set {@value #IN_TRANSACTION_SETTING} to
+   * {@code on}, and fails anywhere else, as {@link #recordPipelined} does.
+   *
+   * @param connection a connection whose pipelined BEGIN was sent just before
+   * @param consumer the consumer name
+   * @param messageIds the ids; repeats are allowed (only one of them can be new)
+   * @return the ids whose rows were inserted (seen for the first time)
+   */
+  public Mono<java.util.Set<String>> recordAllPipelined(Connection connection, String consumer, java.util.Collection<String> messageIds) {
+    return recordAll(insertManyPipelinedSql, connection, consumer, messageIds);
+  }
+
+  private Mono<java.util.Set<String>> recordAll(String sql, Connection connection, String consumer, java.util.Collection<String> messageIds) {
     String[] ids = messageIds.toArray(String[]::new);
-    return Flux.from(connection.createStatement(insertManySql).bind(0, consumer).bind(1, ids).execute())
+    return Flux.from(connection.createStatement(sql).bind(0, consumer).bind(1, ids).execute())
         .concatMap(result -> result.map(row -> row.get(0, String.class)))
         .collect(java.util.stream.Collectors.toCollection(java.util.HashSet::new));
   }
