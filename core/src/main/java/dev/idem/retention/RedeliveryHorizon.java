@@ -8,8 +8,9 @@ import reactor.core.publisher.Mono;
  * How long after a message was first delivered the broker may still deliver it again (the
  * redelivery horizon): {@link Retention} refuses to start with a window shorter than it, because
  * an id removed while its message can still come back would be applied twice. The Kafka adapter
- * reads topics' {@code retention.ms} ({@code KafkaRedeliveryHorizon}); the RabbitMQ adapter uses a
- * queue's message TTL ({@code RabbitRedeliveryHorizon}).
+ * reads topics' {@code retention.ms + segment.ms} ({@code KafkaRedeliveryHorizon}: Kafka deletes
+ * whole segments, so a record can outlive {@code retention.ms} by up to {@code segment.ms}); the
+ * RabbitMQ adapter uses a queue's message TTL ({@code RabbitRedeliveryHorizon}).
  */
 @FunctionalInterface
 public interface RedeliveryHorizon {
@@ -36,7 +37,8 @@ public interface RedeliveryHorizon {
    *
    * @param kind bounded, unbounded or unknown
    * @param duration the bound for {@link Kind#BOUNDED}, else {@code null}
-   * @param source what it was read from, for messages, e.g. {@code topic 'payments' retention.ms=604800000}
+   * @param source what it was read from, for messages, e.g.
+   *     {@code topic 'payments' retention.ms=604800000 + segment.ms=604800000}
    */
   record Horizon(Kind kind, Duration duration, String source) {
 

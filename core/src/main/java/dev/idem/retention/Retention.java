@@ -54,7 +54,8 @@ import reactor.core.publisher.Mono;
  *   <li><b>Refused when too short.</b> With {@link Builder#checkedAgainst}, the window of each
  *       inbox is compared with the broker's redelivery horizon when retention starts; a shorter
  *       window (or a broker that keeps messages forever) fails the start with a
- *       {@link RetentionWindowException} naming both numbers, unless
+ *       {@link RetentionWindowException} naming both numbers, where the horizon was read and
+ *       the shortest window accepted, unless
  *       {@link Builder#allowWindowShorterThanBroker} overrides it.</li>
  *   <li><b>Runs by itself.</b> {@link #alongside} runs cleanups every {@code interval} for as long
  *       as the consumer's stream is subscribed. A failing run (database down) is logged at WARN
@@ -146,7 +147,8 @@ public final class Retention {
   private Mono<Void> check(Target target, RedeliveryHorizon.Horizon horizon) {
     String problem = switch (horizon.kind()) {
       case BOUNDED -> target.window.compareTo(horizon.duration()) < 0
-          ? "is shorter than the broker can redeliver: " + horizon.source() + " (" + horizon.duration() + ")" : null;
+          ? "is shorter than the broker can redeliver: " + horizon.source() + " = " + horizon.duration()
+              + "; the window must be at least " + horizon.duration() : null;
       case UNBOUNDED -> "cannot cover the broker, which can redeliver at any time: " + horizon.source();
       case UNKNOWN -> {
         log.warn("Retention of {}: the broker sets no readable redelivery bound ({}); make sure the window {} exceeds how long "
