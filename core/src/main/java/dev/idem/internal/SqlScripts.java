@@ -6,6 +6,8 @@ import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.SortedSet;
+import java.util.TreeSet;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -62,18 +64,41 @@ public final class SqlScripts {
    */
   public static String rename(String script, String baseName, String table, boolean qualifyDerived) {
     Identifiers.requireSqlIdentifier("table", table);
+    Identifiers.requireRoomForDerivedNames("table", table, derivedSuffixes(script, baseName));
     String unqualified = unqualified(table);
     String schema = qualifyDerived && table.contains(".") ? table.substring(0, table.indexOf('.') + 1) : "";
-    Matcher names = Pattern.compile("\\b" + Pattern.quote(baseName) + "(\\w*)\\b").matcher(script);
+    Matcher names = words(baseName).matcher(script);
     StringBuilder out = new StringBuilder();
     while (names.find()) {
       String suffix = names.group(1);
       String replacement = suffix.isEmpty() ? table : schema + unqualified + suffix;
-      Identifiers.requireSqlIdentifier("derived name", replacement + (suffix.endsWith("_p") ? "99" : ""));
       names.appendReplacement(out, Matcher.quoteReplacement(replacement));
     }
     names.appendTail(out);
     return out.toString();
+  }
+
+  /**
+   * The suffixes of the names a template derives from its table: every whole word that starts
+   * with {@code baseName} and is longer, minus {@code baseName} (e.g. {@code _pending_idx}).
+   *
+   * @param script the template
+   * @param baseName the table name used in the template
+   * @return the suffixes, sorted, without repeats
+   */
+  public static SortedSet<String> derivedSuffixes(String script, String baseName) {
+    SortedSet<String> suffixes = new TreeSet<>();
+    Matcher names = words(baseName).matcher(script);
+    while (names.find()) {
+      if (!names.group(1).isEmpty()) {
+        suffixes.add(names.group(1));
+      }
+    }
+    return suffixes;
+  }
+
+  private static Pattern words(String baseName) {
+    return Pattern.compile("\\b" + Pattern.quote(baseName) + "(\\w*)\\b");
   }
 
   /**

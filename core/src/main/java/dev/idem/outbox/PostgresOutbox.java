@@ -29,7 +29,11 @@ import reactor.core.publisher.Mono;
  * attempt. By default {@link #add} also calls {@code pg_notify} on the channel {@link #channel()},
  * which PostgreSQL delivers at commit, so that a listening relay wakes at once; see
  * {@link #withoutNotify()} for its cost. The table name is validated as a plain (optionally
- * schema-qualified) SQL identifier.
+ * schema-qualified) SQL identifier of at most {@value #MAX_TABLE_NAME_LENGTH} characters without
+ * the schema, so that its index names ({@code <table>_pending_idx}, {@code <table>_sent_at_idx},
+ * ...) fit PostgreSQL's 63-byte identifier limit; a longer name is refused when the outbox is
+ * built, naming the derived name and the limit, rather than truncated by PostgreSQL when the
+ * schema is created.
  *
  * <p>Rows move from {@code PENDING} to {@code SENT} when the destination confirmed them, or to
  * {@code PARKED} after the relay's attempt limit; parked rows are kept and listed by
@@ -45,6 +49,13 @@ public final class PostgresOutbox {
   /** The migration on the classpath. */
   public static final String MIGRATION_RESOURCE = "/db/idem/V2__idem_outbox.sql";
 
+  /**
+   * The longest table name (without its schema): {@value}, so that the longest index name,
+   * {@code <table>_pending_idx} or {@code <table>_sent_at_idx}, fits PostgreSQL's 63-byte
+   * identifier limit.
+   */
+  public static final int MAX_TABLE_NAME_LENGTH = 51;
+
   static final String COLUMNS = "o.seq, o.message_id, o.destination, o.message_key, o.payload, "
       + "ARRAY(SELECT unnest(ARRAY[h.key, h.value]) FROM jsonb_each_text(o.headers) AS h) AS headers, o.attempts, o.created_at";
 
@@ -56,7 +67,7 @@ public final class PostgresOutbox {
 
   private PostgresOutbox(ConnectionFactory connectionFactory, String table, boolean notifyOnAdd) {
     this.connectionFactory = Objects.requireNonNull(connectionFactory, "connectionFactory");
-    this.table = Identifiers.requireSqlIdentifier("table", table);
+    this.table = Identifiers.requireRoomForDerivedNames("table", Identifiers.requireSqlIdentifier("table", table), DerivedNames.SUFFIXES);
     this.channel = SqlScripts.unqualified(table);
     this.notifyOnAdd = notifyOnAdd;
     String insert = "INSERT INTO " + table + " (message_id, destination, message_key, payload, headers)"
@@ -64,6 +75,11 @@ public final class PostgresOutbox {
     this.insertSql = notifyOnAdd
         ? "WITH added AS (" + insert + " RETURNING seq) SELECT pg_notify('" + channel + "', '') FROM added"
         : insert;
+  }
+
+  /** The shipped migration's index-name suffixes, read once, on first use. */
+  private static final class DerivedNames {
+    static final List<String> SUFFIXES = List.copyOf(SqlScripts.derivedSuffixes(SqlScripts.read(MIGRATION_RESOURCE), DEFAULT_TABLE));
   }
 
   /**
@@ -80,9 +96,11 @@ public final class PostgresOutbox {
    * An outbox on another table.
    *
    * @param connectionFactory a PostgreSQL connection factory
-   * @param table a plain SQL identifier, optionally schema-qualified
+   * @param table a plain SQL identifier, optionally schema-qualified, of at most
+   *     {@value #MAX_TABLE_NAME_LENGTH} characters without the schema
    * @return the outbox
-   * @throws IllegalArgumentException when {@code table} is not a plain identifier
+   * @throws IllegalArgumentException when {@code table} is not a plain identifier, or so long that
+   *     an index name derived from it would exceed PostgreSQL's 63-byte identifier limit
    */
   public static PostgresOutbox create(ConnectionFactory connectionFactory, String table) {
     return new PostgresOutbox(connectionFactory, table, true);

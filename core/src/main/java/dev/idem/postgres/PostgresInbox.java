@@ -25,7 +25,13 @@ import reactor.core.publisher.Mono;
  * <p>Guarantees: {@link #record} inserts with {@code ON CONFLICT DO NOTHING}, so a duplicate is
  * detected without aborting the transaction, and concurrent deliveries of one id serialise on
  * the primary key: the second waits for the first to commit or roll back. The table name is
- * validated as a plain (optionally schema-qualified) SQL identifier.
+ * validated as a plain (optionally schema-qualified) SQL identifier, short enough that every name
+ * derived from it fits PostgreSQL's 63-byte identifier limit: at most
+ * {@value #MAX_TABLE_NAME_LENGTH} characters for the plain table (its index
+ * {@code <table>_processed_at_idx}), {@value #MAX_ROTATING_TABLE_NAME_LENGTH} for the rotating
+ * layout ({@code <table>_layout}, {@code <table>_record}, {@code <table>_p0}...), not counting a
+ * schema. A longer name is refused when the inbox is built, naming the derived name and the limit,
+ * rather than truncated by PostgreSQL when the schema is created.
  *
  * <p>Immutable and thread-safe. The schema ships as
  * {@code db/idem/V1__idem_processed_messages.sql} for Flyway or Liquibase;
@@ -39,6 +45,17 @@ public final class PostgresInbox {
   public static final String MIGRATION_RESOURCE = "/db/idem/V1__idem_processed_messages.sql";
   /** The rotating layout's migration on the classpath. */
   public static final String ROTATING_MIGRATION_RESOURCE = "/db/idem/rotating/V1__idem_processed_messages_rotating.sql";
+  /**
+   * The longest table name (without its schema) of the plain inbox: {@value}, so that its index
+   * {@code <table>_processed_at_idx} fits PostgreSQL's 63-byte identifier limit.
+   */
+  public static final int MAX_TABLE_NAME_LENGTH = 46;
+  /**
+   * The longest table name (without its schema) of the rotating inbox: {@value}, so that
+   * {@code <table>_layout} and {@code <table>_record} (and the slot partitions
+   * {@code <table>_p<slot>}, at most {@code _p1001}) fit PostgreSQL's 63-byte identifier limit.
+   */
+  public static final int MAX_ROTATING_TABLE_NAME_LENGTH = 56;
   /** Rows removed per statement by {@link #purgeOlderThan}: {@value}. */
   public static final int PURGE_BATCH_SIZE = 5_000;
 
@@ -48,6 +65,7 @@ public final class PostgresInbox {
    */
   public static final String IN_TRANSACTION_SETTING = "idem.in_transaction";
 
+  private static final String ROTATING_TEMPLATE_TABLE = "processed_messages_rotating";
   private static final Pattern TEMPLATE_NAMES = Pattern.compile("\\b(processed_messages_processed_at_idx|processed_messages)\\b");
 
   private final ConnectionFactory connectionFactory;
@@ -60,7 +78,7 @@ public final class PostgresInbox {
 
   private PostgresInbox(ConnectionFactory connectionFactory, String table, RotatingLayout layout) {
     this.connectionFactory = Objects.requireNonNull(connectionFactory, "connectionFactory");
-    this.table = Identifiers.requireSqlIdentifier("table", table);
+    this.table = Identifiers.requireRoomForDerivedNames("table", Identifiers.requireSqlIdentifier("table", table), derivedSuffixes(layout));
     this.layout = layout;
     // The consumer is NULL, which the NOT NULL column refuses, unless a pipelined BEGIN started the transaction.
     String guardedConsumer = "CASE WHEN current_setting('" + IN_TRANSACTION_SETTING + "', true) = 'on' THEN $1 END";
@@ -79,6 +97,23 @@ public final class PostgresInbox {
     }
   }
 
+  /** What the schema appends to the unqualified table name: index, function, partition and layout names. */
+  private static List<String> derivedSuffixes(RotatingLayout layout) {
+    if (layout == null) {
+      return Templates.PLAIN_SUFFIXES;
+    }
+    List<String> suffixes = new java.util.ArrayList<>(Templates.ROTATING_SUFFIXES);
+    suffixes.add("_p" + (layout.slots() - 1));
+    return suffixes;
+  }
+
+  /** The shipped migrations' derived-name suffixes, read once, on first use. */
+  private static final class Templates {
+    static final List<String> PLAIN_SUFFIXES = List.copyOf(SqlScripts.derivedSuffixes(readMigration(), DEFAULT_TABLE));
+    static final List<String> ROTATING_SUFFIXES = List.copyOf(SqlScripts.derivedSuffixes(SqlScripts.read(ROTATING_MIGRATION_RESOURCE),
+        ROTATING_TEMPLATE_TABLE));
+  }
+
   /**
    * An inbox on the default table.
    *
@@ -94,9 +129,11 @@ public final class PostgresInbox {
    * An inbox on another table.
    *
    * @param connectionFactory a PostgreSQL connection factory
-   * @param table a plain SQL identifier, optionally schema-qualified
+   * @param table a plain SQL identifier, optionally schema-qualified, of at most
+   *     {@value #MAX_TABLE_NAME_LENGTH} characters without the schema
    * @return the inbox
-   * @throws IllegalArgumentException when {@code table} is not a plain identifier
+   * @throws IllegalArgumentException when {@code table} is not a plain identifier, or so long that
+   *     its index name would exceed PostgreSQL's 63-byte identifier limit
    */
   public static PostgresInbox create(ConnectionFactory connectionFactory, String table) {
     return new PostgresInbox(connectionFactory, table, null);
@@ -109,11 +146,14 @@ public final class PostgresInbox {
    * and the costs. The schema ships as {@value #ROTATING_MIGRATION_RESOURCE}.
    *
    * @param connectionFactory a PostgreSQL connection factory
-   * @param table a plain SQL identifier, optionally schema-qualified; slot partitions are named
-   *     {@code <table>_p0}, {@code <table>_p1}, ...
+   * @param table a plain SQL identifier, optionally schema-qualified, of at most
+   *     {@value #MAX_ROTATING_TABLE_NAME_LENGTH} characters without the schema; slot partitions are
+   *     named {@code <table>_p0}, {@code <table>_p1}, ...
    * @param window how long ids are kept at least
    * @param periods how many periods the window spans (slots are {@code periods + 2})
    * @return the inbox
+   * @throws IllegalArgumentException when {@code table} is not a plain identifier, or so long that
+   *     a name derived from it would exceed PostgreSQL's 63-byte identifier limit
    */
   public static PostgresInbox rotating(ConnectionFactory connectionFactory, String table, Duration window, int periods) {
     return new PostgresInbox(connectionFactory, table, new RotatingLayout(window, periods));
@@ -288,7 +328,7 @@ public final class PostgresInbox {
   List<String> schemaStatements() {
     if (layout != null) {
       List<String> rotating = new java.util.ArrayList<>(SqlScripts.statements(
-          SqlScripts.rename(SqlScripts.read(ROTATING_MIGRATION_RESOURCE), "processed_messages_rotating", table, true)));
+          SqlScripts.rename(SqlScripts.read(ROTATING_MIGRATION_RESOURCE), ROTATING_TEMPLATE_TABLE, table, true)));
       // The layout row goes in before the last statement, the block that creates the slot partitions.
       rotating.add(rotating.size() - 1, "INSERT INTO " + table + "_layout (period_ms, slots) VALUES ("
           + layout.period().toMillis() + ", " + layout.slots() + ") ON CONFLICT DO NOTHING");
