@@ -29,9 +29,11 @@ import reactor.core.publisher.Mono;
  *       source is closed); they are counted in {@link ShutdownReport#notStarted()}.</li>
  *   <li>Messages in flight finish their transaction and settle (acknowledgement, dead letter)
  *       for up to the grace period, while the source stays open so that their acknowledgements
- *       reach the broker. A message waiting in a retry backoff when the stop begins is abandoned
- *       at once, not waited for: its next attempt could be far away, and it has no open
- *       transaction and stays unacknowledged.</li>
+ *       reach the broker. That includes messages that wait in a retry backoff (a failed attempt,
+ *       contention, an infrastructure error; in batch mode also a whole batch, or a message
+ *       retried off its lane) whose next attempt begins within the grace period: they try again.
+ *       A message whose backoff ends only after the grace period is abandoned at once, not
+ *       waited for: it has no open transaction and stays unacknowledged.</li>
  *   <li>When the grace period runs out, what is still in flight is cancelled: its transaction
  *       rolls back and its message stays unacknowledged, exactly as when the stream is cancelled.
  *       Nothing is lost either way.</li>

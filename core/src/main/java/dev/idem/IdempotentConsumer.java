@@ -198,7 +198,8 @@ public final class IdempotentConsumer<T> {
    * messages in flight get the grace period to commit and settle while the source stays open,
    * what is left is then cancelled (rolled back, unacknowledged), and the returned {@code Flux}
    * completes normally, cancelling the source. Works with and without batching; a message
-   * waiting in a retry backoff at the stop is abandoned at once (see {@link GracefulShutdown}).
+   * waiting in a retry backoff that ends after the grace period is abandoned at once (see
+   * {@link GracefulShutdown}).
    * A subscription made after the stop began completes at once without subscribing to the source.
    *
    * @param source the deliveries, usually from a broker adapter

@@ -13,12 +13,13 @@ import java.util.Objects;
  * @param completedInFlight messages in flight at the stop that finished (committed or found a
  *     duplicate or dead-lettered, and settled) within the grace period
  * @param abandonedInFlight messages in flight at the stop that were cancelled: their
- *     transactions rolled back, or they were waiting in a retry backoff; they stay unacknowledged
+ *     transactions rolled back, or they were waiting in a retry backoff that ended after the grace
+ *     period; they stay unacknowledged
  * @param notStarted messages received from the source that never started; they stay
  *     unacknowledged
  * @param withinGracePeriod {@code true} when everything in flight finished before the grace
- *     period ran out ({@code abandonedInFlight} can still be positive, for messages that were
- *     waiting in a retry backoff)
+ *     period ran out ({@code abandonedInFlight} can still be positive, for messages whose retry
+ *     backoff ended after the grace period)
  * @param took from the call to {@code stop} until the stream terminated
  */
 public record ShutdownReport(int completedInFlight, int abandonedInFlight, int notStarted, boolean withinGracePeriod,

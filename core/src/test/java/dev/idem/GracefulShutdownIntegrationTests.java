@@ -211,6 +211,56 @@ class GracefulShutdownIntegrationTests {
     assertThat(attempts.get()).isEqualTo(1);
   }
 
+  /**
+   * One message fails its first attempt, with a handler error (retried alone; in batch mode off
+   * its lane) or with contention (in batch mode the whole batch waits and is retried), and the
+   * stop begins while it waits in a 1 s backoff. The backoff ends well within the grace period, so
+   * the stop waits for the retry: nothing is abandoned, every started message commits once and is
+   * acknowledged, and none is left to be redelivered.
+   */
+  @ParameterizedTest(name = "maxBatchSize={0}, {1}")
+  @org.junit.jupiter.params.provider.CsvSource({"1, handler-error", "1, contention", "8, handler-error", "8, contention",
+      "8, batch-handler-contention", "8, batch-handler-error"})
+  void aRetryBackoffThatEndsWithinTheGracePeriodIsWaitedForNotAbandoned(int maxBatchSize, String failure) {
+    Set<String> failed = ConcurrentHashMap.newKeySet();
+    java.util.function.BiFunction<Integer, Tx, Mono<Void>> effect = (value, tx) -> {
+      String id = value == null ? tx.messageId() : "m-" + value;
+      Mono<Void> write = tx.sql("INSERT INTO " + effects + " (message_id, v) VALUES ($1, $2)").bind(0, id).bind(1, value)
+          .execute().then();
+      if (value != 3 || !failed.add(id)) {
+        return write;
+      }
+      return failure.endsWith("contention")
+          ? write.then(tx.sql("DO $$BEGIN RAISE EXCEPTION 'test: could not serialize' USING ERRCODE = '40001'; END$$").execute()).then()
+          : write.then(Mono.error(new IllegalStateException("test: transient")));
+    };
+    IdempotentConsumer.Builder<Integer> builder = IdempotentConsumer.<Integer>named(consumer).inbox(inbox)
+        .concurrency(2).prefetch(16).maxBatchSize(maxBatchSize).ordering(Ordering.UNORDERED)
+        .retry(RetryPolicy.backoff(5, Duration.ofSeconds(2)));
+    IdempotentConsumer<Integer> idem = failure.startsWith("batch-handler")
+        ? builder.batchHandler((items, tx) -> Flux.fromIterable(items).concatMap(i -> effect.apply(i.payload(), tx)).then()).build()
+        : builder.handler((value, tx) -> effect.apply(value, tx)).build();
+    List<TestDelivery<Integer>> deliveries = deliveries(8);
+    GracefulShutdown shutdown = GracefulShutdown.create();
+    Running running = start(idem, deliveries, shutdown);
+    await().atMost(TIMEOUT).pollInterval(Duration.ofMillis(5)).until(() -> failed.contains("m-3"));
+
+    ShutdownReport report = shutdown.stop(Duration.ofSeconds(30)).block(TIMEOUT);
+
+    assertThat(report.abandonedInFlight()).as("abandoned in flight").isZero();
+    assertThat(report.withinGracePeriod()).isTrue();
+    assertThat(running.ended.get()).isEqualTo(SignalType.ON_COMPLETE);
+    TestDelivery<Integer> retried = deliveries.get(3);
+    assertThat(retried.ackCount()).as("the message that waited in its backoff was acknowledged").isEqualTo(1);
+    assertThat(effects(retried.id())).isEqualTo(1);
+    for (TestDelivery<Integer> d : deliveries) {
+      assertThat(effects(d.id())).as("effects of %s", d.id()).isEqualTo(d.ackCount());
+      assertThat(inboxRows(d.id())).as("inbox rows of %s", d.id()).isEqualTo(d.ackCount());
+      assertThat(d.deadLetter()).isNull();
+    }
+    assertThat(running.outcomes).extracting(o -> o.delivery().id()).contains(retried.id()).doesNotHaveDuplicates();
+  }
+
   @Test
   void aSplitBatchWhoseFailingMessageWaitsInBackoffIsAbandonedAtOnceWithTheRestOfItsBatch() {
     Sinks.Empty<Void> releaseFirst = Sinks.empty();

@@ -38,7 +38,8 @@ public final class StopControl {
   private final String consumer;
   private final Consumer<Object> notStarted;
   private final Consumer<StopControl> detach;
-  private final Sinks.Empty<Void> done = Sinks.empty();
+  /** The gate of the stream; it ends the stream's input at the stop. */
+  private volatile Gate<?> gate;
   private final Sinks.One<ShutdownReport> report = Sinks.one();
   private final Set<Flight> flights = new HashSet<>();
 
@@ -98,10 +99,7 @@ public final class StopControl {
         notStarted.accept(item);
         return Mono.empty();
       }
-      return work.contextWrite(Context.of(FLIGHT_KEY, flight))
-          .takeUntilOther(flight.abandon.asMono())
-          .doOnNext(result -> flight.emitted++)
-          .doFinally(signal -> finish(flight, signal));
+      return tracked(flight, work.flux()).singleOrEmpty();
     });
   }
 
@@ -120,18 +118,15 @@ public final class StopControl {
         items.forEach(notStarted);
         return Flux.empty();
       }
-      return work.get().contextWrite(Context.of(FLIGHT_KEY, flight))
-          .takeUntilOther(flight.abandon.asMono())
-          .doOnNext(result -> flight.emitted++)
-          .doFinally(signal -> finish(flight, signal));
+      return tracked(flight, work.get());
     });
   }
 
   /**
    * A batch lane whose off-lane work (a failing message retried on its own, see
    * {@link BatchLanes.LaneControl#offLane}) is in flight for this control as its batch was: a stop
-   * waits for its transaction within the grace period, abandons its retry backoff at once, and
-   * counts it.
+   * waits for it within the grace period, abandons a retry backoff that ends after the grace
+   * period at once, and counts it.
    *
    * @param lane the running batch's lane
    * @param <I> the item type
@@ -161,11 +156,22 @@ public final class StopControl {
         flight = new Flight(1);
         flights.add(flight);
       }
-      return work.contextWrite(Context.of(FLIGHT_KEY, flight))
-          .takeUntilOther(flight.abandon.asMono())
-          .doOnNext(result -> flight.emitted++)
-          .doFinally(signal -> finish(flight, signal));
+      return tracked(flight, work.flux()).singleOrEmpty();
     });
+  }
+
+  /**
+   * The work of one flight: its backoffs find the flight in the context, an abandoned flight is cut
+   * off, and the flight is finished before its terminal signal travels on, so that a stream that
+   * completes right after its last message (a source that completed) sees nothing in flight.
+   */
+  private <R> Flux<R> tracked(Flight flight, Flux<R> work) {
+    return work.contextWrite(Context.of(FLIGHT_KEY, flight))
+        .takeUntilOther(flight.abandon.asMono())
+        .doOnNext(result -> flight.emitted++)
+        .doOnComplete(() -> finish(flight, SignalType.ON_COMPLETE))
+        .doOnError(error -> finish(flight, SignalType.ON_ERROR))
+        .doOnCancel(() -> finish(flight, SignalType.CANCEL));
   }
 
   /**
@@ -176,12 +182,13 @@ public final class StopControl {
    * @return the stream that completes after the stop
    */
   public <O> Flux<O> untilStopped(Flux<O> outcomes) {
-    return outcomes.takeUntilOther(done.asMono()).doFinally(this::terminated);
+    return outcomes.doFinally(this::terminated);
   }
 
   /**
-   * A retry backoff: {@code Mono.delay(wait)}, except that a message of a stopping stream is
-   * abandoned at once instead (no transaction is open while it waits).
+   * A retry backoff: {@code Mono.delay(wait)}, except that a message of a stopping stream whose
+   * backoff would end after the grace period is abandoned at once instead (no transaction is open
+   * while it waits); one whose backoff ends within the grace period waits and tries again.
    *
    * @param wait the backoff
    * @return the delay
@@ -229,38 +236,51 @@ public final class StopControl {
       grace = gracePeriod;
       running = inFlight;
       for (Flight flight : flights) {
-        if (flight.inBackoff) {
+        if (flight.inBackoff && wakesAfterGrace(flight.wakeAt)) {
           backingOff.add(flight);
         }
       }
     }
-    log.info("Consumer '{}' stopping gracefully: {} message(s) in flight ({} waiting in a retry backoff, abandoned now), "
-        + "grace period {} ms; no new message starts", consumer, running, backingOff.size(), gracePeriod.toMillis());
+    log.info("Consumer '{}' stopping gracefully: {} message(s) in flight ({} waiting in a retry backoff that ends after "
+        + "the grace period, abandoned now), grace period {} ms; no new message starts",
+        consumer, running, backingOff.size(), gracePeriod.toMillis());
     backingOff.forEach(Flight::abandon);
-    boolean idle;
     synchronized (this) {
-      idle = inFlight == 0;
-      if (!idle) {
+      if (inFlight > 0) {
         graceTimer = Mono.delay(gracePeriod).subscribe(ignored -> graceRanOut());
       }
     }
-    if (idle) {
-      done.tryEmitEmpty();
+    // The input ends here; the stream completes once what is in flight has settled and every
+    // outcome has travelled downstream. The source itself stays subscribed until then.
+    Gate<?> input = gate;
+    if (input != null) {
+      input.end();
     }
+  }
+
+  /** Whether a backoff that ends at {@code wakeAt} ends after the grace period; only while stopping. */
+  private boolean wakesAfterGrace(long wakeAt) {
+    return wakeAt - (stopAt + saturatedNanos(grace)) > 0;
+  }
+
+  private static long saturatedNanos(Duration duration) {
+    return duration.compareTo(Duration.ofDays(365 * 100)) > 0 ? Long.MAX_VALUE / 4 : duration.toNanos();
   }
 
   private void graceRanOut() {
     int left;
+    List<Flight> cut;
     synchronized (this) {
       if (terminated || inFlight == 0) {
         return;
       }
       graceExpired = true;
       left = inFlight;
+      cut = new ArrayList<>(flights);
     }
     log.info("Consumer '{}': the grace period ran out with {} message(s) in flight; cancelling them "
         + "(their transactions roll back, they stay unacknowledged)", consumer, left);
-    done.tryEmitEmpty();
+    cut.forEach(Flight::abandon);
   }
 
   private synchronized Flight tryStart(int messages) {
@@ -275,7 +295,6 @@ public final class StopControl {
   }
 
   private void finish(Flight flight, SignalType signal) {
-    boolean idle;
     synchronized (this) {
       if (!flights.remove(flight)) {
         return;
@@ -290,10 +309,6 @@ public final class StopControl {
           abandonedAfterStop += flight.messages - emitted;
         }
       }
-      idle = stopping && inFlight == 0;
-    }
-    if (idle) {
-      done.tryEmitEmpty();
     }
   }
 
@@ -318,6 +333,10 @@ public final class StopControl {
       result = new ShutdownReport(completedAfterStop, abandonedAfterStop, (int) Math.min(Integer.MAX_VALUE, unstarted),
           !graceExpired, wasStopping ? Duration.ofNanos(System.nanoTime() - stopAt) : Duration.ZERO);
     }
+    Gate<?> input = gate;
+    if (input != null) {
+      input.cancelSource();
+    }
     detach.accept(this);
     if (wasStopping) {
       log.info("Consumer '{}' stopped ({}): {} in-flight message(s) completed, {} abandoned, {} received but not started, "
@@ -333,6 +352,8 @@ public final class StopControl {
     final Sinks.Empty<Void> abandon = Sinks.empty();
     volatile int emitted;
     volatile boolean inBackoff;
+    /** When the current backoff ends ({@link System#nanoTime()}); meaningful while {@link #inBackoff}. */
+    volatile long wakeAt;
     volatile boolean abandoned;
 
     Flight(int messages) {
@@ -341,12 +362,13 @@ public final class StopControl {
 
     Mono<Long> sleep(Duration wait) {
       return Mono.defer(() -> {
-        boolean now;
+        boolean giveUp;
         synchronized (StopControl.this) {
           inBackoff = true;
-          now = stopping;
+          wakeAt = System.nanoTime() + saturatedNanos(wait);
+          giveUp = stopping && wakesAfterGrace(wakeAt);
         }
-        if (now) {
+        if (giveUp) {
           abandon();
           return Mono.<Long>never();
         }
@@ -360,13 +382,19 @@ public final class StopControl {
     }
   }
 
-  /** Counts what the source emits; stops requesting, and drops what arrives, once the stop began. */
+  /**
+   * Counts what the source emits; stops requesting, and drops what arrives, once the stop began.
+   * At the stop it completes its subscriber (serialized with the source's signals) while keeping
+   * the source subscribed, so that acknowledgements of the messages in flight still reach the
+   * broker; the source is cancelled when the stream terminated.
+   */
   private final class Gate<D> implements CoreSubscriber<D>, Subscription {
     private final CoreSubscriber<? super D> actual;
-    private Subscription upstream;
+    private final java.util.concurrent.atomic.AtomicBoolean ended = new java.util.concurrent.atomic.AtomicBoolean();
+    private volatile Subscription upstream;
 
     Gate(CoreSubscriber<? super D> actual) {
-      this.actual = actual;
+      this.actual = reactor.core.publisher.Operators.serialize(actual);
     }
 
     @Override
@@ -377,7 +405,11 @@ public final class StopControl {
     @Override
     public void onSubscribe(Subscription s) {
       this.upstream = s;
+      gate = this;
       actual.onSubscribe(this);
+      if (stopping) {
+        end();
+      }
     }
 
     @Override
@@ -396,12 +428,30 @@ public final class StopControl {
 
     @Override
     public void onError(Throwable error) {
-      actual.onError(error);
+      if (ended.compareAndSet(false, true)) {
+        actual.onError(error);
+      }
     }
 
     @Override
     public void onComplete() {
-      actual.onComplete();
+      if (ended.compareAndSet(false, true)) {
+        actual.onComplete();
+      }
+    }
+
+    /** The stop: no more input for the pipeline. */
+    void end() {
+      if (ended.compareAndSet(false, true)) {
+        actual.onComplete();
+      }
+    }
+
+    void cancelSource() {
+      Subscription s = upstream;
+      if (s != null) {
+        s.cancel();
+      }
     }
 
     @Override
