@@ -3,6 +3,8 @@ package dev.idem;
 import dev.idem.internal.Backoff;
 import dev.idem.internal.BatchLanes;
 import dev.idem.internal.BatchTxHandle;
+import dev.idem.internal.DriverBoundary;
+import dev.idem.internal.JvmErrors;
 import dev.idem.internal.KeyedLanes;
 import dev.idem.internal.LogText;
 import dev.idem.internal.MessageObservations;
@@ -69,10 +71,14 @@ import reactor.util.retry.Retry;
  *       leave the message unacknowledged and terminate the returned {@code Flux} with that
  *       error, so that the application or its supervisor restarts; other {@link Error}s of the
  *       handler (an {@link AssertionError}) are handler errors like any other. Reactor's operators
- *       rethrow JVM errors up the calling thread's stack instead of signalling them; when that
- *       happens inside the handler's chain on another thread (after an asynchronous step) the
- *       error cannot reach the pipeline, and the {@code transactionTimeout} ends the attempt,
- *       which is then retried as infrastructure (logged at WARN).</li>
+ *       rethrow JVM errors up the calling thread's stack instead of signalling them. After a
+ *       statement of {@link Tx#sql} or {@link Tx#outbox} (on the driver's thread), including
+ *       in a mapping function over its rows, the statement's publisher catches such an error
+ *       before it reaches the driver and ends the attempt with it, so the policy above holds in
+ *       both modes. After an asynchronous step of the handler's own (a timer, another client, a
+ *       statement on the raw {@link Tx#connection()}) the error cannot reach the pipeline, and
+ *       the {@code transactionTimeout} ends the attempt, which is then retried as infrastructure
+ *       (logged at WARN).</li>
  *   <li><b>Bounded.</b> At most {@code prefetch} messages wait in the buffer and at most
  *       {@code concurrency} are in flight; demand, not memory, absorbs a backlog.</li>
  *   <li><b>Ordered</b> per the {@link Ordering} mode.</li>
@@ -284,7 +290,7 @@ public final class IdempotentConsumer<T> {
             ack(delivery, inserted ? Outcome.Status.PROCESSED : Outcome.Status.DUPLICATE, attempts.count())))
         .onErrorResume(error -> !isFatal(error),
             error -> observations.child(IdemObservations.SETTLE, 0, deadLetter(delivery, deadLetterFor(error, attempts.count()))))
-        .onErrorMap(IdempotentConsumer::cause)
+        .onErrorMap(IdempotentConsumer::surfaced)
         .doOnError(fatal -> {
           log.error("Consumer '{}': a JVM error while processing message '{}'; the message stays unacknowledged and "
               + "the stream terminates with the error so that the application (or its supervisor) can restart: {}",
@@ -357,9 +363,16 @@ public final class IdempotentConsumer<T> {
           })
           .onErrorResume(BatchSplit.class, split -> {
             splitting.set(true);
+            if (split.getCause() instanceof EffectTimeout && run.size() > 1) {
+              log.warn("Consumer '{}': a batch of {} messages did not finish within the transactionTimeout of {} ms while {}; "
+                  + "it is split: the others commit without {}, which is retried on its own",
+                  name, run.size(), transactionTimeout.toMillis(),
+                  split.index >= 0 ? "the handler of message '" + idForLogs(run.get(split.index)) + "' ran" : "the batch handler ran",
+                  split.index >= 0 ? "it" : "the message that hangs (found by halving the batch)");
+            }
             return split(run, split, lane, run.size() == 1 ? attempts : null);
           })
-          .onErrorMap(IdempotentConsumer::cause)
+          .onErrorMap(IdempotentConsumer::surfaced)
           .doOnError(fatal -> {
             if (run.size() == 1) {
               log.error("Consumer '{}': a JVM error while processing message '{}'; the message stays unacknowledged and "
@@ -384,7 +397,7 @@ public final class IdempotentConsumer<T> {
     if (failing >= 0 && failing < run.size()) {
       Delivery<T> bad = run.get(failing);
       return Flux.concat(batchRun(run.subList(0, failing), lane), Flux.defer(() -> {
-        lane.offLane(bad, handleAfterBatchFailure(bad, split.getCause(), alone));
+        lane.offLane(bad, handleAfterBatchFailure(bad, split.failure(), alone));
         return batchRun(run.subList(failing + 1, run.size()), lane);
       }));
     }
@@ -392,14 +405,25 @@ public final class IdempotentConsumer<T> {
     return Flux.concat(batchRun(run.subList(0, half), lane), batchRun(run.subList(half, run.size()), lane));
   }
 
+  /**
+   * One transaction of a batch. A {@code transactionTimeout} that strikes while the handlers run
+   * is the running message's (or, for a {@link BatchHandler} of several messages, one of them):
+   * it ends as an {@link EffectTimeout}, so that the batch splits instead of retrying as a unit.
+   */
   private Mono<Set<Delivery<T>>> attemptBatch(List<Delivery<T>> run, int attempt) {
     long start = System.nanoTime();
     AtomicBoolean effectsDone = new AtomicBoolean();
+    java.util.concurrent.atomic.AtomicInteger effectAt = new java.util.concurrent.atomic.AtomicInteger(EffectTimeout.NOT_IN_EFFECTS);
     List<String> ids = new ArrayList<>(run.size());
     run.forEach(d -> ids.add(d.id()));
     java.util.function.BiFunction<io.r2dbc.spi.Connection, Set<String>, Mono<Set<Delivery<T>>>> afterRecord = (connection, newIds) -> {
       Set<Delivery<T>> fresh = firstOccurrences(run, newIds);
-      return applyEffects(run, fresh, connection).doOnSuccess(ok -> effectsDone.set(true)).thenReturn(fresh);
+      return applyEffects(run, fresh, connection, effectAt)
+          .doOnSuccess(ok -> {
+            effectAt.set(EffectTimeout.NOT_IN_EFFECTS);
+            effectsDone.set(true);
+          })
+          .thenReturn(fresh);
     };
     Mono<Set<Delivery<T>>> transaction = transactions instanceof R2dbcTransactionRunner r2dbc
         // The default runner sends the dedup insert with BEGIN: one round trip less.
@@ -408,6 +432,8 @@ public final class IdempotentConsumer<T> {
             .flatMap(newIds -> afterRecord.apply(connection, newIds)));
     return transaction
         .timeout(transactionTimeout)
+        .onErrorMap(error -> error instanceof java.util.concurrent.TimeoutException && effectAt.get() != EffectTimeout.NOT_IN_EFFECTS,
+            error -> new EffectTimeout(error, effectAt.get()))
         .onErrorMap(error -> effectsDone.get() && !(error instanceof HandlerFailure) && CommitRejected.matches(error),
             CommitRejected::new)
         .doOnSuccess(fresh -> run.forEach(d -> metrics.transaction(d, Duration.ofNanos(System.nanoTime() - start), true)))
@@ -426,26 +452,41 @@ public final class IdempotentConsumer<T> {
     return fresh;
   }
 
-  /** The effects of a batch's new messages on its connection, in delivery order. */
-  private Mono<Void> applyEffects(List<Delivery<T>> run, Set<Delivery<T>> fresh, io.r2dbc.spi.Connection connection) {
+  /**
+   * The effects of a batch's new messages on its connection, in delivery order. {@code effectAt}
+   * tells which message's effect runs: its index in {@code run}, or
+   * {@link EffectTimeout#UNKNOWN} while a batch handler runs for several.
+   */
+  private Mono<Void> applyEffects(List<Delivery<T>> run, Set<Delivery<T>> fresh, io.r2dbc.spi.Connection connection,
+      java.util.concurrent.atomic.AtomicInteger effectAt) {
     if (fresh.isEmpty()) {
       return Mono.empty();
     }
     if (batchHandler != null) {
       List<BatchItem<T>> items = new ArrayList<>(fresh.size());
-      for (Delivery<T> d : run) {
+      int only = EffectTimeout.UNKNOWN;
+      for (int i = 0; i < run.size(); i++) {
+        Delivery<T> d = run.get(i);
         if (fresh.contains(d)) {
           items.add(new BatchItem<>(d.id(), d.payload(), d));
+          only = i;
         }
       }
+      int index = items.size() == 1 ? only : EffectTimeout.UNKNOWN;
       long start = System.nanoTime();
-      return guardedEffect(() -> batchHandler.handle(items, new BatchTxHandle(connection, name)), -1)
+      return guardedEffect(() -> {
+        effectAt.set(index);
+        return batchHandler.handle(items, new BatchTxHandle(connection, name));
+      }, -1)
           .doOnSuccess(ok -> items.forEach(i -> metrics.handler(i.delivery(), Duration.ofNanos(System.nanoTime() - start))));
     }
     return Flux.range(0, run.size())
         .filter(i -> fresh.contains(run.get(i)))
-        .concatMap(i -> observations.asCurrent(run.get(i),
-            runHandler(run.get(i), new TxHandle(connection, run.get(i).id(), name, MessageMetadata.of(run.get(i))), i)))
+        .concatMap(i -> {
+          effectAt.set(i);
+          return observations.asCurrent(run.get(i),
+              runHandler(run.get(i), new TxHandle(connection, run.get(i).id(), name, MessageMetadata.of(run.get(i))), i));
+        })
         .then();
   }
 
@@ -516,6 +557,7 @@ public final class IdempotentConsumer<T> {
   private static final class EffectSubscriber implements reactor.core.CoreSubscriber<Object> {
     private final reactor.core.publisher.MonoSink<Void> sink;
     private final int index;
+    private volatile org.reactivestreams.Subscription subscription;
 
     EffectSubscriber(reactor.core.publisher.MonoSink<Void> sink, int index) {
       this.sink = sink;
@@ -524,13 +566,23 @@ public final class IdempotentConsumer<T> {
 
     @Override
     public reactor.util.context.Context currentContext() {
-      return reactor.util.context.Context.of(sink.contextView());
+      return DriverBoundary.withReporter(reactor.util.context.Context.of(sink.contextView()), this::jvmError);
     }
 
     @Override
     public void onSubscribe(org.reactivestreams.Subscription subscription) {
+      this.subscription = subscription;
       sink.onCancel(subscription::cancel);
       subscription.request(Long.MAX_VALUE);
+    }
+
+    /** A JVM error that the handler's operators raised on the driver's thread: the attempt ends with it. */
+    private void jvmError(Throwable error) {
+      org.reactivestreams.Subscription s = subscription;
+      if (s != null) {
+        s.cancel();
+      }
+      sink.error(new HandlerFailure(error, index));
     }
 
     @Override
@@ -619,6 +671,9 @@ public final class IdempotentConsumer<T> {
       if (isFatal(failure)) {
         return Mono.error(failure);
       }
+      if (failure instanceof EffectTimeout) {
+        return Mono.error(new BatchSplit(failure));
+      }
       ErrorKind kind = kindOf(failure);
       if (kind == ErrorKind.INFRASTRUCTURE || (kind == ErrorKind.CONTENTION && contentionInARow < retryPolicy.maxContentionRetries())) {
         return backoffOrGiveUp(failure);
@@ -681,6 +736,12 @@ public final class IdempotentConsumer<T> {
       }
     }
     return false;
+  }
+
+  /** What the stream ends with: the JVM error itself when there is one, else the error without Idem's markers. */
+  private static Throwable surfaced(Throwable error) {
+    Error jvmError = JvmErrors.fatalIn(error);
+    return jvmError != null ? jvmError : cause(error);
   }
 
   private static Throwable cause(Throwable error) {
@@ -843,7 +904,32 @@ public final class IdempotentConsumer<T> {
 
     BatchSplit(Throwable cause) {
       super(cause.toString(), cause, false, false);
-      this.index = cause instanceof HandlerFailure failure ? failure.index : -1;
+      this.index = cause instanceof HandlerFailure failure ? failure.index : cause instanceof EffectTimeout timeout ? timeout.index : -1;
+    }
+
+    /** What the isolated message's own retries start from: a timeout as such, as in per-message mode. */
+    Throwable failure() {
+      return getCause() instanceof EffectTimeout timeout ? timeout.getCause() : getCause();
+    }
+  }
+
+  /**
+   * The {@code transactionTimeout} of a batch, struck while the effect of the message at
+   * {@link #index} ran ({@link #UNKNOWN} while a batch handler ran for several): the batch splits
+   * around it like around a failing message, and that message is then retried on its own, where a
+   * timeout is infrastructure as in per-message mode.
+   */
+  static final class EffectTimeout extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+    /** No effect was running: the timeout struck in BEGIN, the dedup insert or COMMIT. */
+    static final int NOT_IN_EFFECTS = -2;
+    /** A batch handler ran for several messages. */
+    static final int UNKNOWN = -1;
+    final int index;
+
+    EffectTimeout(Throwable timeout, int index) {
+      super(timeout.toString(), timeout, false, false);
+      this.index = index;
     }
   }
 

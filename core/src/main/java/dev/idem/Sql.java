@@ -1,5 +1,6 @@
 package dev.idem;
 
+import dev.idem.internal.DriverBoundary;
 import io.r2dbc.spi.Readable;
 import io.r2dbc.spi.Statement;
 import java.util.Objects;
@@ -49,9 +50,9 @@ public final class Sql {
    * @return the number of rows it affected
    */
   public Mono<Long> execute() {
-    return Flux.from(statement.execute())
+    return DriverBoundary.guard(Flux.from(statement.execute())
         .concatMap(result -> Mono.from(result.getRowsUpdated()))
-        .reduce(0L, Long::sum);
+        .reduce(0L, Long::sum));
   }
 
   /**
@@ -62,6 +63,7 @@ public final class Sql {
    * @return the mapped rows
    */
   public <R> Flux<R> map(Function<? super Readable, ? extends R> mapper) {
-    return Flux.from(statement.execute()).concatMap(result -> result.map(mapper::apply));
+    Function<? super Readable, ? extends R> guarded = DriverBoundary.mapper(mapper);
+    return DriverBoundary.guard(Flux.from(statement.execute()).concatMap(result -> result.map(guarded::apply)));
   }
 }

@@ -1,5 +1,6 @@
 package dev.idem;
 
+import dev.idem.internal.DriverBoundary;
 import dev.idem.outbox.OutboxRecord;
 import dev.idem.outbox.PostgresOutbox;
 import io.r2dbc.spi.Connection;
@@ -35,7 +36,7 @@ public interface Tx {
    * @return the row's message id, once the row is written
    */
   default Mono<String> outbox(PostgresOutbox outbox, OutboxRecord record) {
-    return outbox.add(connection(), record);
+    return DriverBoundary.guard(outbox.add(connection(), record));
   }
 
   /**

@@ -1,6 +1,7 @@
 package dev.idem;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
 import dev.idem.postgres.PostgresInbox;
 import dev.idem.testing.PostgresService;
@@ -178,6 +179,73 @@ class BatchModeIntegrationTests {
     assertThat(deliveries.get(13).deadLetter().reason()).isEqualTo(DeadLetterReason.NON_RETRYABLE_ERROR);
     assertThat(outcomes.stream().filter(o -> o.status() == Outcome.Status.PROCESSED)).hasSize(39);
     assertThat(postgres.count("SELECT sum(balance) FROM " + accounts)).isEqualTo(39);
+  }
+
+  /**
+   * Thirty good messages and one whose effect writes, then never completes, share a batch with a
+   * 1 s transaction timeout. The timeout is the hanging message's, not the database's: the batch
+   * splits around it (at it for per-message handlers, by halves for a batch handler), the thirty
+   * commit and settle, and the hanging one is retried on its own as in per-message mode
+   * (a timeout there is infrastructure: retried, never dead-lettered or acknowledged, logged at
+   * WARN), while nothing of it commits.
+   */
+  @org.junit.jupiter.params.ParameterizedTest(name = "{0}")
+  @org.junit.jupiter.params.provider.ValueSource(strings = {"per-message handler", "batch handler"})
+  void aHandlerThatNeverCompletesTimesOutAloneWhileTheRestOfItsBatchCommits(String kind) {
+    ch.qos.logback.classic.Logger logger = (ch.qos.logback.classic.Logger) org.slf4j.LoggerFactory.getLogger(IdempotentConsumer.class);
+    ch.qos.logback.core.read.ListAppender<ch.qos.logback.classic.spi.ILoggingEvent> logs = new ch.qos.logback.core.read.ListAppender<>();
+    logs.start();
+    logger.addAppender(logs);
+    List<TestDelivery<String>> deliveries = new ArrayList<>();
+    for (int i = 0; i < 30; i++) {
+      deliveries.add(TestDelivery.of("g" + i, "good"));
+    }
+    deliveries.add(17, TestDelivery.of("hangs", "bad"));
+    AtomicInteger hangingAttempts = new AtomicInteger();
+    java.util.function.BiFunction<String, Tx, Mono<Void>> effect = (id, tx) -> {
+      Mono<Void> write = tx.sql("INSERT INTO " + effects + " (message_id, k) VALUES ($1, 'k')").bind(0, id).execute().then();
+      if (!id.equals("hangs")) {
+        return write;
+      }
+      hangingAttempts.incrementAndGet();
+      return write.then(Mono.never());
+    };
+    IdempotentConsumer.Builder<String> builder = IdempotentConsumer.<String>named(consumer).inbox(inbox)
+        .ordering(Ordering.UNORDERED).concurrency(1).prefetch(64).maxBatchSize(64).batchMaxWait(Duration.ofMillis(100))
+        .transactionTimeout(Duration.ofSeconds(1)).retry(FAST);
+    IdempotentConsumer<String> idem = kind.equals("batch handler")
+        ? builder.batchHandler((items, tx) -> Flux.fromIterable(items).concatMap(i -> effect.apply(i.messageId(), tx)).then()).build()
+        : builder.handler((payload, tx) -> effect.apply(tx.messageId(), tx)).build();
+    List<Outcome<String>> outcomes = new CopyOnWriteArrayList<>();
+    reactor.core.Disposable running = idem.process(Flux.<Delivery<String>>fromIterable(deliveries).concatWith(Flux.never()))
+        .subscribe(outcomes::add);
+    try {
+      await().atMost(TIMEOUT).untilAsserted(() -> assertThat(outcomes).hasSize(30));
+      // The hanging message keeps being retried on its own, as in per-message mode.
+      int attemptsSoFar = hangingAttempts.get();
+      await().atMost(TIMEOUT).until(() -> hangingAttempts.get() > attemptsSoFar);
+
+      assertThat(outcomes).allSatisfy(o -> assertThat(o.status()).isEqualTo(Outcome.Status.PROCESSED))
+          .extracting(o -> o.delivery().id()).doesNotContain("hangs");
+      TestDelivery<String> hanging = deliveries.get(17);
+      assertThat(hanging.ackCount()).isZero();
+      assertThat(hanging.deadLetter()).isNull();
+      for (TestDelivery<String> d : deliveries) {
+        long expected = d == hanging ? 0 : 1;
+        assertThat(postgres.count("SELECT count(*) FROM " + effects + " WHERE message_id = $1", d.id())).as("effects of %s", d.id()).isEqualTo(expected);
+        assertThat(postgres.count("SELECT count(*) FROM " + inbox.table() + " WHERE message_id = $1", d.id())).as("inbox rows of %s", d.id()).isEqualTo(expected);
+        assertThat(d.ackCount()).as("acks of %s", d.id()).isEqualTo(expected);
+      }
+      assertThat(logs.list).anySatisfy(e -> assertThat(e.getFormattedMessage())
+          .contains("did not finish within the transactionTimeout of 1000 ms").contains("it is split"));
+      assertThat(logs.list).anySatisfy(e -> {
+        assertThat(e.getLevel()).isEqualTo(ch.qos.logback.classic.Level.WARN);
+        assertThat(e.getFormattedMessage()).contains("while processing message 'hangs'").contains("TimeoutException");
+      });
+    } finally {
+      running.dispose();
+      logger.detachAppender(logs);
+    }
   }
 
   @Test

@@ -332,14 +332,15 @@ class FailurePathsIntegrationTests {
   }
 
   /**
-   * Reactor rethrows a JVM error from inside the handler's chain on the database's thread after
-   * an asynchronous step; the pipeline cannot see it, so the transaction timeout ends the attempt
-   * and it is retried: never a silent stall, and the half-done effect is rolled back.
+   * Reactor rethrows a JVM error from inside the handler's chain after an asynchronous step of the
+   * handler's own (here a timer; after a statement {@link JvmErrorPathsIntegrationTests} shows the
+   * error ending the stream); the pipeline cannot see it, so the transaction timeout ends the
+   * attempt and it is retried: never a silent stall, and the half-done effect is rolled back.
    */
   @Test
-  void aJvmErrorRethrownByReactorAfterAnAsynchronousStepEndsInTheTransactionTimeoutAndARetry() {
+  void aJvmErrorRethrownByReactorAfterAnAsynchronousStepOfTheHandlersOwnEndsInTheTransactionTimeoutAndARetry() {
     AtomicInteger calls = new AtomicInteger();
-    Handler<String> oomOnce = (p, tx) -> insertEffect(tx)
+    Handler<String> oomOnce = (p, tx) -> insertEffect(tx).then(Mono.delay(Duration.ofMillis(1)))
         .then(calls.incrementAndGet() == 1 ? Mono.error(new OutOfMemoryError("test: Java heap space")) : Mono.empty());
 
     Outcome<String> outcome = consumer(inbox, oomOnce).transactionTimeout(Duration.ofSeconds(2)).build()
