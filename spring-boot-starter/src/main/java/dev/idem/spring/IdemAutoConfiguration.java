@@ -70,7 +70,12 @@ public class IdemAutoConfiguration {
   @Bean
   @ConditionalOnMissingBean
   public PostgresInbox idemInbox(ConnectionFactory connectionFactory, IdemProperties properties) {
-    return PostgresInbox.create(connectionFactory, properties.getInbox().getTable());
+    String table = properties.getInbox().getTable();
+    try {
+      return PostgresInbox.create(connectionFactory, table);
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException("idem.inbox.table (" + table + "): " + e.getMessage(), e);
+    }
   }
 
   /**

@@ -61,6 +61,15 @@ class ConfiguredConsumersTests {
   }
 
   @Test
+  void anInboxTableNameTooLongForItsDerivedNamesNamesThePropertyAndTheLimit() {
+    String tooLong = "t".repeat(PostgresInbox.MAX_TABLE_NAME_LENGTH + 1);
+    runner.withPropertyValues("idem.inbox.table=" + tooLong)
+        .run(context -> assertThat(context).getFailure()
+            .hasStackTraceContaining("idem.inbox.table (" + tooLong + ")")
+            .hasStackTraceContaining("63"));
+  }
+
+  @Test
   void aMissingHandlerNamesTheProperty() {
     runner.withPropertyValues("idem.consumers.orders.source.type=rabbitmq", "idem.consumers.orders.source.queue=orders")
         .run(context -> assertThat(context).getFailure()
