@@ -1,0 +1,163 @@
+package dev.idem;
+
+import dev.idem.PipelineFailures.BatchSplit;
+import dev.idem.PipelineFailures.EffectTimeout;
+import dev.idem.internal.BatchLanes;
+import dev.idem.internal.LogText;
+import dev.idem.internal.MessageObservations;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import reactor.util.retry.Retry;
+
+/**
+ * One micro-batch of one lane, from validation to settlement: runs of valid deliveries share a
+ * {@link BatchTransaction}, retried as a unit on infrastructure failures and contention; a
+ * failure of a message's own kind splits the run, and the failing message goes off the lane to
+ * the {@link MessagePath}.
+ *
+ * @param <T> the payload type
+ */
+final class BatchPath<T> {
+
+  // The consumer's log category: operators and tests address the pipeline's messages by it.
+  private static final Logger log = LoggerFactory.getLogger(IdempotentConsumer.class);
+
+  private final ConsumerSettings<T> settings;
+  private final String name;
+  private final ConsumerMetrics metrics;
+  private final MessageObservations observations;
+  private final Duration transactionTimeout;
+  private final DeliveryValidation validation;
+  private final BatchTransaction<T> transaction;
+  private final MessagePath<T> messages;
+  private final FailureKinds kinds;
+  private final Settlement settlement;
+
+  BatchPath(ConsumerSettings<T> settings, DeliveryValidation validation, BatchTransaction<T> transaction,
+      MessagePath<T> messages, FailureKinds kinds, Settlement settlement) {
+    this.settings = settings;
+    this.name = settings.name();
+    this.metrics = settings.metrics();
+    this.observations = settings.observations();
+    this.transactionTimeout = settings.transactionTimeout();
+    this.validation = validation;
+    this.transaction = transaction;
+    this.messages = messages;
+    this.kinds = kinds;
+    this.settlement = settlement;
+  }
+
+  /**
+   * One micro-batch of one lane, in order: each run of valid deliveries shares a transaction;
+   * a delivery that fails validation is dead-lettered where it stands.
+   */
+  Flux<Outcome<T>> process(List<Delivery<T>> batch, BatchLanes.LaneControl<Delivery<T>, Outcome<T>> lane) {
+    return observations.isOn() ? observations.batch(batch, batchParts(batch, lane), Outcome::delivery, o -> o.status().name())
+        : batchParts(batch, lane);
+  }
+
+  /** {@link #process} without observations. */
+  private Flux<Outcome<T>> batchParts(List<Delivery<T>> batch, BatchLanes.LaneControl<Delivery<T>, Outcome<T>> lane) {
+    List<Flux<Outcome<T>>> parts = new ArrayList<>();
+    List<Delivery<T>> run = new ArrayList<>();
+    for (Delivery<T> delivery : batch) {
+      metrics.started(delivery);
+      DeadLetter rejection = validation.validate(delivery);
+      if (rejection == null) {
+        run.add(delivery);
+        continue;
+      }
+      if (!run.isEmpty()) {
+        parts.add(batchRun(List.copyOf(run), lane));
+        run.clear();
+      }
+      parts.add(settlement.deadLetter(delivery, rejection).flux());
+    }
+    if (!run.isEmpty()) {
+      parts.add(batchRun(List.copyOf(run), lane));
+    }
+    return parts.size() == 1 ? parts.get(0) : Flux.concat(parts);
+  }
+
+  /**
+   * Valid deliveries in one transaction: one multi-row dedup insert, the handler for each new
+   * one, one COMMIT, then the acknowledgements in order. Deliveries whose key waits for a
+   * message that runs off the lane are left to a later batch of the lane. Infrastructure
+   * failures and contention retry the whole batch; a failure of the message's kind splits it
+   * (at the failing message when it is known, else in halves): the others commit, and the
+   * failing one is retried and dead-lettered on its own, off the lane, while the later messages
+   * of its key wait for it and those of other keys go on.
+   */
+  private Flux<Outcome<T>> batchRun(List<Delivery<T>> candidates, BatchLanes.LaneControl<Delivery<T>, Outcome<T>> lane) {
+    return Flux.defer(() -> {
+      List<Delivery<T>> run = lane.admit(candidates);
+      if (run.isEmpty()) {
+        return Flux.empty();
+      }
+      RetryDecision attempts = new RetryDecision(settings, kinds, run.get(0));
+      // On cancellation the messages that neither settled nor went on to a split's runs are abandoned.
+      Set<Delivery<T>> settled = Collections.newSetFromMap(new ConcurrentHashMap<>());
+      AtomicBoolean splitting = new AtomicBoolean();
+      return Mono.defer(() -> transaction.attemptBatch(run, attempts.next()))
+          .retryWhen(Retry.from(signals -> signals.concatMap(signal -> attempts.backoffOrSplit(signal.failure()))))
+          .flatMapMany(fresh -> Flux.fromIterable(run)
+              .concatMap(d -> settlement.ack(d, fresh.contains(d) ? Outcome.Status.PROCESSED : Outcome.Status.DUPLICATE, attempts.count())
+                  .doOnTerminate(() -> settled.add(d))))
+          .doOnCancel(() -> {
+            if (!splitting.get()) {
+              run.stream().filter(d -> !settled.contains(d)).forEach(metrics::abandoned);
+            }
+          })
+          .onErrorResume(BatchSplit.class, split -> {
+            splitting.set(true);
+            if (split.getCause() instanceof EffectTimeout && run.size() > 1) {
+              log.warn("Consumer '{}': a batch of {} messages did not finish within the transactionTimeout of {} ms while {}; "
+                  + "it is split: the others commit without {}, which is retried on its own",
+                  name, run.size(), transactionTimeout.toMillis(),
+                  split.index >= 0 ? "the handler of message '" + Settlement.idForLogs(run.get(split.index)) + "' ran" : "the batch handler ran",
+                  split.index >= 0 ? "it" : "the message that hangs (found by halving the batch)");
+            }
+            return split(run, split, lane, run.size() == 1 ? attempts : null);
+          })
+          .onErrorMap(FailureKinds::surfaced)
+          .doOnError(fatal -> {
+            if (run.size() == 1) {
+              log.error("Consumer '{}': a JVM error while processing message '{}'; the message stays unacknowledged and "
+                  + "the stream terminates with the error so that the application (or its supervisor) can restart: {}",
+                  name, Settlement.idForLogs(run.get(0)), LogText.cut(fatal.toString()));
+            } else {
+              log.error("Consumer '{}': a JVM error while processing a batch of {} messages from '{}'; they stay unacknowledged and "
+                  + "the stream terminates with the error: {}", name, run.size(), Settlement.idForLogs(run.get(0)), LogText.cut(fatal.toString()));
+            }
+            run.forEach(metrics::abandoned);
+          });
+    });
+  }
+
+  /**
+   * The messages before the failing one commit first; then the failing one goes off the lane to
+   * be retried or dead-lettered alone, and the lane goes on with the messages after it.
+   */
+  private Flux<Outcome<T>> split(List<Delivery<T>> run, BatchSplit split, BatchLanes.LaneControl<Delivery<T>, Outcome<T>> lane,
+      RetryDecision alone) {
+    int failing = run.size() == 1 ? 0 : split.index;
+    if (failing >= 0 && failing < run.size()) {
+      Delivery<T> bad = run.get(failing);
+      return Flux.concat(batchRun(run.subList(0, failing), lane), Flux.defer(() -> {
+        lane.offLane(bad, messages.handleAfterBatchFailure(bad, split.failure(), alone));
+        return batchRun(run.subList(failing + 1, run.size()), lane);
+      }));
+    }
+    int half = run.size() / 2;
+    return Flux.concat(batchRun(run.subList(0, half), lane), batchRun(run.subList(half, run.size()), lane));
+  }
+}

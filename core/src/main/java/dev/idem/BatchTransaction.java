@@ -1,0 +1,138 @@
+package dev.idem;
+
+import dev.idem.PipelineFailures.CommitRejected;
+import dev.idem.PipelineFailures.EffectTimeout;
+import dev.idem.PipelineFailures.HandlerFailure;
+import dev.idem.internal.BatchTxHandle;
+import dev.idem.internal.MessageObservations;
+import dev.idem.internal.R2dbcTransactionRunner;
+import dev.idem.internal.TxHandle;
+import dev.idem.postgres.PostgresInbox;
+import io.r2dbc.spi.Connection;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashSet;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BiFunction;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+
+/**
+ * One transaction attempt for a run of a batch: BEGIN, one multi-row dedup insert that returns
+ * the new ids, the effects of the new messages in delivery order, COMMIT, all within the
+ * {@code transactionTimeout}.
+ *
+ * @param <T> the payload type
+ */
+final class BatchTransaction<T> {
+
+  private final String name;
+  private final PostgresInbox inbox;
+  private final BatchHandler<T> batchHandler;
+  private final TransactionRunner transactions;
+  private final ConsumerMetrics metrics;
+  private final Duration transactionTimeout;
+  private final MessageObservations observations;
+  private final EffectRunner<T> effects;
+
+  BatchTransaction(ConsumerSettings<T> settings, EffectRunner<T> effects) {
+    this.name = settings.name();
+    this.inbox = settings.inbox();
+    this.batchHandler = settings.batchHandler();
+    this.transactions = settings.transactions();
+    this.metrics = settings.metrics();
+    this.transactionTimeout = settings.transactionTimeout();
+    this.observations = settings.observations();
+    this.effects = effects;
+  }
+
+  /**
+   * One transaction of a batch. A {@code transactionTimeout} that strikes while the handlers run
+   * is the running message's (or, for a {@link BatchHandler} of several messages, one of them):
+   * it ends as an {@link EffectTimeout}, so that the batch splits instead of retrying as a unit.
+   */
+  Mono<Set<Delivery<T>>> attemptBatch(List<Delivery<T>> run, int attempt) {
+    long start = System.nanoTime();
+    AtomicBoolean effectsDone = new AtomicBoolean();
+    AtomicInteger effectAt = new AtomicInteger(EffectTimeout.NOT_IN_EFFECTS);
+    List<String> ids = new ArrayList<>(run.size());
+    run.forEach(d -> ids.add(d.id()));
+    BiFunction<Connection, Set<String>, Mono<Set<Delivery<T>>>> afterRecord = (connection, newIds) -> {
+      Set<Delivery<T>> fresh = firstOccurrences(run, newIds);
+      return applyEffects(run, fresh, connection, effectAt)
+          .doOnSuccess(ok -> {
+            effectAt.set(EffectTimeout.NOT_IN_EFFECTS);
+            effectsDone.set(true);
+          })
+          .thenReturn(fresh);
+    };
+    Mono<Set<Delivery<T>>> transaction = transactions instanceof R2dbcTransactionRunner r2dbc
+        // The default runner sends the dedup insert with BEGIN: one round trip less.
+        ? r2dbc.inTransaction(connection -> inbox.recordAllPipelined(connection, name, ids), afterRecord)
+        : transactions.inTransaction(connection -> inbox.recordAll(connection, name, ids)
+            .flatMap(newIds -> afterRecord.apply(connection, newIds)));
+    return transaction
+        .timeout(transactionTimeout)
+        .onErrorMap(error -> error instanceof TimeoutException && effectAt.get() != EffectTimeout.NOT_IN_EFFECTS,
+            error -> new EffectTimeout(error, effectAt.get()))
+        .onErrorMap(error -> effectsDone.get() && !(error instanceof HandlerFailure) && CommitRejected.matches(error),
+            CommitRejected::new)
+        .doOnSuccess(fresh -> run.forEach(d -> metrics.transaction(d, Duration.ofNanos(System.nanoTime() - start), true)))
+        .doOnError(error -> run.forEach(d -> metrics.transaction(d, Duration.ofNanos(System.nanoTime() - start), false)));
+  }
+
+  /** The deliveries whose id was newly recorded; of repeats inside the batch, the first. */
+  private static <T> Set<Delivery<T>> firstOccurrences(List<Delivery<T>> run, Set<String> newIds) {
+    Set<Delivery<T>> fresh = Collections.newSetFromMap(new IdentityHashMap<>());
+    Set<String> claimed = new HashSet<>();
+    for (Delivery<T> d : run) {
+      if (newIds.contains(d.id()) && claimed.add(d.id())) {
+        fresh.add(d);
+      }
+    }
+    return fresh;
+  }
+
+  /**
+   * The effects of a batch's new messages on its connection, in delivery order. {@code effectAt}
+   * tells which message's effect runs: its index in {@code run}, or
+   * {@link EffectTimeout#UNKNOWN} while a batch handler runs for several.
+   */
+  private Mono<Void> applyEffects(List<Delivery<T>> run, Set<Delivery<T>> fresh, Connection connection, AtomicInteger effectAt) {
+    if (fresh.isEmpty()) {
+      return Mono.empty();
+    }
+    if (batchHandler != null) {
+      List<BatchItem<T>> items = new ArrayList<>(fresh.size());
+      int only = EffectTimeout.UNKNOWN;
+      for (int i = 0; i < run.size(); i++) {
+        Delivery<T> d = run.get(i);
+        if (fresh.contains(d)) {
+          items.add(new BatchItem<>(d.id(), d.payload(), d));
+          only = i;
+        }
+      }
+      int index = items.size() == 1 ? only : EffectTimeout.UNKNOWN;
+      long start = System.nanoTime();
+      return EffectRunner.guardedEffect(() -> {
+        effectAt.set(index);
+        return batchHandler.handle(items, new BatchTxHandle(connection, name));
+      }, -1)
+          .doOnSuccess(ok -> items.forEach(i -> metrics.handler(i.delivery(), Duration.ofNanos(System.nanoTime() - start))));
+    }
+    return Flux.range(0, run.size())
+        .filter(i -> fresh.contains(run.get(i)))
+        .concatMap(i -> {
+          effectAt.set(i);
+          return observations.asCurrent(run.get(i),
+              effects.runHandler(run.get(i), new TxHandle(connection, run.get(i).id(), name, MessageMetadata.of(run.get(i))), i));
+        })
+        .then();
+  }
+}

@@ -1,0 +1,71 @@
+package dev.idem;
+
+import dev.idem.PipelineFailures.CommitRejected;
+import dev.idem.PipelineFailures.HandlerFailure;
+import dev.idem.internal.JvmErrors;
+
+/**
+ * Classifies the failure that ended an attempt by its origin, and says what a failure means for
+ * the stream (fatal, or surfaced without Idem's markers) and for a dead letter.
+ */
+final class FailureKinds {
+
+  private final String name;
+  private final ErrorClassifier classifier;
+
+  FailureKinds(ConsumerSettings<?> settings) {
+    this.name = settings.name();
+    this.classifier = settings.classifier();
+  }
+
+  /**
+   * What kind of failure ended an attempt. The three origins are classified apart:
+   * <ul>
+   *   <li>the handler's own errors as the classifier says (they are the message's, unless they
+   *       are I/O or contention);</li>
+   *   <li>a COMMIT the database refused after the handler ran (it swallowed an SQL error, a
+   *       deferred constraint, a serialization failure) as the classifier says of the cause:
+   *       the message's fault, or contention;</li>
+   *   <li>errors of the transaction itself (a refused connection, a closed pool, a missing
+   *       inbox table, a read-only server, a timeout) as infrastructure, unless the classifier
+   *       calls them non-retryable: they are never the message's fault.</li>
+   * </ul>
+   * JVM errors ({@link VirtualMachineError}, {@link LinkageError}) are fatal wherever they come from.
+   */
+  ErrorKind kindOf(Throwable error) {
+    if (error instanceof HandlerFailure || error instanceof CommitRejected) {
+      return classify(error.getCause());
+    }
+    ErrorKind kind = classify(error);
+    return kind == ErrorKind.RETRYABLE || kind == ErrorKind.CONTENTION ? ErrorKind.INFRASTRUCTURE : kind;
+  }
+
+  private ErrorKind classify(Throwable error) {
+    ErrorKind kind = classifier.classify(error);
+    return kind != null ? kind : ErrorKind.RETRYABLE;
+  }
+
+  static boolean isFatal(Throwable error) {
+    for (Throwable t = error; t != null; t = t.getCause() == t ? null : t.getCause()) {
+      if (t instanceof VirtualMachineError || t instanceof LinkageError) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** What the stream ends with: the JVM error itself when there is one, else the error without Idem's markers. */
+  static Throwable surfaced(Throwable error) {
+    Error jvmError = JvmErrors.fatalIn(error);
+    return jvmError != null ? jvmError : cause(error);
+  }
+
+  static Throwable cause(Throwable error) {
+    return error instanceof HandlerFailure || error instanceof CommitRejected ? error.getCause() : error;
+  }
+
+  DeadLetter deadLetterFor(Throwable error, int attempts) {
+    DeadLetterReason reason = kindOf(error) == ErrorKind.NON_RETRYABLE ? DeadLetterReason.NON_RETRYABLE_ERROR : DeadLetterReason.RETRIES_EXHAUSTED;
+    return DeadLetter.of(reason, cause(error), name, attempts);
+  }
+}

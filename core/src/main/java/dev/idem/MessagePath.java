@@ -1,0 +1,91 @@
+package dev.idem;
+
+import dev.idem.internal.LogText;
+import dev.idem.internal.MessageObservations;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import reactor.core.publisher.Mono;
+import reactor.util.retry.Retry;
+
+/**
+ * One message on its own, from validation to settlement: its transaction attempts with the
+ * retries its {@link RetryDecision} allows, then its ack, its dead letter, or a JVM error that
+ * ends the stream. Used for every message without batching, and for the message a batch split
+ * off because it failed.
+ *
+ * @param <T> the payload type
+ */
+final class MessagePath<T> {
+
+  // The consumer's log category: operators and tests address the pipeline's messages by it.
+  private static final Logger log = LoggerFactory.getLogger(IdempotentConsumer.class);
+
+  private final ConsumerSettings<T> settings;
+  private final String name;
+  private final ConsumerMetrics metrics;
+  private final MessageObservations observations;
+  private final DeliveryValidation validation;
+  private final MessageTransaction<T> transaction;
+  private final FailureKinds kinds;
+  private final Settlement settlement;
+
+  MessagePath(ConsumerSettings<T> settings, DeliveryValidation validation, MessageTransaction<T> transaction,
+      FailureKinds kinds, Settlement settlement) {
+    this.settings = settings;
+    this.name = settings.name();
+    this.metrics = settings.metrics();
+    this.observations = settings.observations();
+    this.validation = validation;
+    this.transaction = transaction;
+    this.kinds = kinds;
+    this.settlement = settlement;
+  }
+
+  /** One message, from validation to settlement. */
+  Mono<Outcome<T>> handle(Delivery<T> delivery) {
+    return observations.message(delivery, Mono.defer(() -> {
+      metrics.started(delivery);
+      DeadLetter rejection = validation.validate(delivery);
+      if (rejection != null) {
+        return settlement.deadLetter(delivery, rejection);
+      }
+      return attempt(delivery, new RetryDecision(settings, kinds, delivery), Mono.empty());
+    }), outcome -> outcome.status().name());
+  }
+
+  /**
+   * The failing message of a split batch, alone: its failed batch attempt counts as its first.
+   * When the batch was this message alone, its attempts so far are its own and carry on
+   * ({@code alone}), so that a batch of one counts attempts as a message without batching does.
+   */
+  Mono<Outcome<T>> handleAfterBatchFailure(Delivery<T> delivery, Throwable batchFailure, RetryDecision alone) {
+    return Mono.defer(() -> {
+      RetryDecision attempts = alone != null ? alone : new RetryDecision(settings, kinds, delivery);
+      if (alone == null) {
+        attempts.next();
+      }
+      return attempt(delivery, attempts, attempts.backoffOrGiveUp(batchFailure));
+    });
+  }
+
+  /** Attempts with retries after {@code before}, then the settlement: ack, dead letter, or a fatal error. */
+  private Mono<Outcome<T>> attempt(Delivery<T> delivery, RetryDecision attempts, Mono<?> before) {
+    return before.then(Mono.defer(() -> {
+              int attempt = attempts.next();
+              return observations.child(IdemObservations.TRANSACTION, attempt, transaction.attemptOnce(delivery, attempt));
+            })
+            .retryWhen(Retry.from(signals -> signals.concatMap(signal -> attempts.backoffOrGiveUp(signal.failure())))))
+        .flatMap(inserted -> observations.child(IdemObservations.SETTLE, 0,
+            settlement.ack(delivery, inserted ? Outcome.Status.PROCESSED : Outcome.Status.DUPLICATE, attempts.count())))
+        .onErrorResume(error -> !FailureKinds.isFatal(error),
+            error -> observations.child(IdemObservations.SETTLE, 0, settlement.deadLetter(delivery, kinds.deadLetterFor(error, attempts.count()))))
+        .onErrorMap(FailureKinds::surfaced)
+        .doOnError(fatal -> {
+          log.error("Consumer '{}': a JVM error while processing message '{}'; the message stays unacknowledged and "
+              + "the stream terminates with the error so that the application (or its supervisor) can restart: {}",
+              name, Settlement.idForLogs(delivery), LogText.cut(fatal.toString()));
+          metrics.abandoned(delivery);
+        })
+        .doOnCancel(() -> metrics.abandoned(delivery));
+  }
+}
