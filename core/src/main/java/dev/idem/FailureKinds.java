@@ -46,12 +46,7 @@ final class FailureKinds {
   }
 
   static boolean isFatal(Throwable error) {
-    for (Throwable t = error; t != null; t = t.getCause() == t ? null : t.getCause()) {
-      if (t instanceof VirtualMachineError || t instanceof LinkageError) {
-        return true;
-      }
-    }
-    return false;
+    return JvmErrors.isFatal(error);
   }
 
   /** What the stream ends with: the JVM error itself when there is one, else the error without Idem's markers. */
