@@ -28,7 +28,8 @@ public record CleanupReport(List<TableReport> tables) {
    * @param longestBatch the longest batch, lock wait included
    * @param oldestKept the age of the oldest row kept after the run (for a rotating inbox: the
    *     start of the oldest period still kept)
-   * @param skipped slots whose truncation was skipped because their lock was not free in time
+   * @param skipped slots whose truncation was skipped because their lock was not free in time, or
+   *     was granted only after the slot's next period had begun
    */
   public record TableReport(String table, long removed, int batches, Duration longestBatch, Duration oldestKept, int skipped) {}
 }

@@ -50,7 +50,8 @@ import reactor.core.publisher.Mono;
  *       older than the window is emptied with {@code TRUNCATE}, which waits at most
  *       {@code lockTimeout} for its lock and gives up otherwise (tried again next run); while it
  *       waits, new transactions of the consumer wait behind it, so {@code lockTimeout} bounds the
- *       pause it can cause.</li>
+ *       pause it can cause. A slot whose lock is granted only after its next period began (a slow
+ *       run) is not emptied, since new ids may already be in it; its old ids stay one more cycle.</li>
  *   <li><b>Refused when too short.</b> With {@link Builder#checkedAgainst}, the window of each
  *       inbox is compared with the broker's redelivery horizon when retention starts; a shorter
  *       window (or a broker that keeps messages forever) fails the start with a
@@ -278,12 +279,26 @@ public final class Retention {
                           })
                           .thenReturn(-1L);
                     }
+                    long reusedAt = (newest + slots) * period; // the start of the slot's next period
                     return queryLong(c, "SELECT count(*) FROM (SELECT 1 FROM " + partition + " LIMIT 1) AS any_row")
                         .flatMap(any -> any == 0 ? Mono.just(-1L)
                             : queryLong(c, "SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = '" + partition + "'::regclass")
                                 .flatMap(estimate -> execute(c, "LOCK TABLE " + partition + " IN ACCESS EXCLUSIVE MODE")
-                                    .then(execute(c, "TRUNCATE " + partition))
-                                    .thenReturn(estimate)));
+                                    // The decision above used the transaction's start time; the statements since and the
+                                    // lock wait may have run into the slot's next period, in which consumers record new
+                                    // ids in it. With the lock held, every row in the slot was committed before this
+                                    // clock reading, so only a reading before the next period proves none is new.
+                                    .then(queryLong(c, "SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint"))
+                                    .flatMap(locked -> {
+                                      if (locked < reusedAt) {
+                                        return execute(c, "TRUNCATE " + partition).thenReturn(estimate);
+                                      }
+                                      skipped[0]++;
+                                      log.warn("Retention of {}: slot {} was due to be emptied but its lock was granted {} ms after "
+                                          + "its next period began; it is kept with the ids recorded in it since (its old ids stay "
+                                          + "one more cycle, never shorter)", inbox.table(), partition, locked - reusedAt);
+                                      return Mono.just(-1L);
+                                    })));
                   }))
               .map(estimate -> {
                 if (estimate >= 0) {
