@@ -37,8 +37,10 @@ import reactor.core.publisher.Mono;
  *   <li>When the grace period runs out, what is still in flight is cancelled: its transaction
  *       rolls back and its message stays unacknowledged, exactly as when the stream is cancelled.
  *       Nothing is lost either way.</li>
- *   <li>Then the outcome {@code Flux} completes normally ({@code onComplete}) and the source
- *       subscription is cancelled (closing the Kafka consumer or the RabbitMQ channel). Close the
+ *   <li>Then, once every outcome has been delivered downstream, the outcome {@code Flux}
+ *       completes normally ({@code onComplete}); at the latest when the grace period runs out, even
+ *       if the subscriber stopped requesting (the outcomes it never asked for are dropped; their
+ *       messages are settled). The source subscription is then cancelled (closing the Kafka consumer or the RabbitMQ channel). Close the
  *       source afterwards: {@code KafkaSource.close()} waits until the offsets acknowledged
  *       during the grace period are committed.</li>
  * </ol>

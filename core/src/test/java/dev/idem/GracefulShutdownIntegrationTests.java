@@ -299,6 +299,42 @@ class GracefulShutdownIntegrationTests {
     }
   }
 
+  /**
+   * The stream completes once every outcome travelled downstream; a subscriber that stopped
+   * requesting cannot hold the stop beyond its grace period: the stream then completes without
+   * the outcomes it never asked for (their messages committed and were acknowledged).
+   */
+  @ParameterizedTest(name = "maxBatchSize={0}")
+  @ValueSource(ints = {1, 8})
+  void aSubscriberThatStopsRequestingCannotHoldTheStopBeyondTheGracePeriod(int maxBatchSize) {
+    List<TestDelivery<Integer>> deliveries = deliveries(6);
+    List<Outcome<Integer>> received = new CopyOnWriteArrayList<>();
+    AtomicReference<SignalType> ended = new AtomicReference<>();
+    GracefulShutdown shutdown = GracefulShutdown.create();
+    Flux<Delivery<Integer>> source = Flux.<Delivery<Integer>>fromIterable(deliveries).concatWith(Flux.never());
+    consumer(effectThenLinger(Duration.ZERO), maxBatchSize).process(source, shutdown)
+        .doFinally(ended::set)
+        .subscribe(new reactor.core.publisher.BaseSubscriber<Outcome<Integer>>() {
+          @Override
+          protected void hookOnSubscribe(org.reactivestreams.Subscription subscription) {
+            subscription.request(2);
+          }
+
+          @Override
+          protected void hookOnNext(Outcome<Integer> outcome) {
+            received.add(outcome);
+          }
+        });
+    await().atMost(TIMEOUT).until(() -> deliveries.stream().allMatch(d -> d.ackCount() == 1));
+
+    ShutdownReport report = shutdown.stop(Duration.ofSeconds(1)).block(TIMEOUT);
+
+    assertThat(ended.get()).isEqualTo(SignalType.ON_COMPLETE);
+    assertThat(report.abandonedInFlight()).isZero();
+    assertThat(received).hasSize(2);
+    deliveries.forEach(d -> assertThat(effects(d.id())).as("effects of %s", d.id()).isEqualTo(1));
+  }
+
   @Test
   void stopBeforeSubscribingEndsTheStreamAtOnceWithoutTouchingTheSource() {
     GracefulShutdown shutdown = GracefulShutdown.create();

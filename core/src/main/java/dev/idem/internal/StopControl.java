@@ -40,6 +40,8 @@ public final class StopControl {
   private final Consumer<StopControl> detach;
   /** The gate of the stream; it ends the stream's input at the stop. */
   private volatile Gate<?> gate;
+  /** Emitted when the grace period ran out: the stream completes then, drained or not. */
+  private final Sinks.Empty<Void> graceOver = Sinks.empty();
   private final Sinks.One<ShutdownReport> report = Sinks.one();
   private final Set<Flight> flights = new HashSet<>();
 
@@ -182,7 +184,7 @@ public final class StopControl {
    * @return the stream that completes after the stop
    */
   public <O> Flux<O> untilStopped(Flux<O> outcomes) {
-    return outcomes.doFinally(this::terminated);
+    return outcomes.takeUntilOther(graceOver.asMono()).doFinally(this::terminated);
   }
 
   /**
@@ -246,9 +248,7 @@ public final class StopControl {
         consumer, running, backingOff.size(), gracePeriod.toMillis());
     backingOff.forEach(Flight::abandon);
     synchronized (this) {
-      if (inFlight > 0) {
-        graceTimer = Mono.delay(gracePeriod).subscribe(ignored -> graceRanOut());
-      }
+      graceTimer = Mono.delay(gracePeriod).subscribe(ignored -> graceRanOut());
     }
     // The input ends here; the stream completes once what is in flight has settled and every
     // outcome has travelled downstream. The source itself stays subscribed until then.
@@ -267,20 +267,30 @@ public final class StopControl {
     return duration.compareTo(Duration.ofDays(365 * 100)) > 0 ? Long.MAX_VALUE / 4 : duration.toNanos();
   }
 
+  /**
+   * Cuts off what is still in flight, then completes the stream even if outcomes still wait for
+   * downstream demand (a subscriber that stopped requesting): the grace period bounds the stop.
+   */
   private void graceRanOut() {
     int left;
     List<Flight> cut;
     synchronized (this) {
-      if (terminated || inFlight == 0) {
+      if (terminated) {
         return;
       }
-      graceExpired = true;
       left = inFlight;
+      graceExpired = left > 0;
       cut = new ArrayList<>(flights);
     }
-    log.info("Consumer '{}': the grace period ran out with {} message(s) in flight; cancelling them "
-        + "(their transactions roll back, they stay unacknowledged)", consumer, left);
+    if (left > 0) {
+      log.info("Consumer '{}': the grace period ran out with {} message(s) in flight; cancelling them "
+          + "(their transactions roll back, they stay unacknowledged)", consumer, left);
+    } else {
+      log.info("Consumer '{}': the grace period ran out with outcomes still waiting for downstream demand; "
+          + "completing the stream without them (their messages are settled)", consumer);
+    }
     cut.forEach(Flight::abandon);
+    graceOver.tryEmitEmpty();
   }
 
   private synchronized Flight tryStart(int messages) {
