@@ -57,6 +57,8 @@ public final class KafkaSourceOptions<T> {
   public static final Duration DEFAULT_RECONNECT_MAX_BACKOFF = Duration.ofSeconds(30);
   /** Default time between the ERROR lines about a partition whose commits a record with a failed dead letter holds: 60 s. */
   public static final Duration DEFAULT_HELD_COMMITS_LOG_INTERVAL = Duration.ofSeconds(60);
+  /** Default engine: {@link KafkaEngine#NATIVE}, on kafka-clients alone. */
+  public static final KafkaEngine DEFAULT_ENGINE = KafkaEngine.NATIVE;
   /** Default {@code auto.offset.reset}: {@value}, so a new group misses nothing. */
   public static final String DEFAULT_AUTO_OFFSET_RESET = "earliest";
 
@@ -81,6 +83,7 @@ public final class KafkaSourceOptions<T> {
   private final Map<String, Object> consumerProperties;
   private final Map<String, Object> producerProperties;
   private final Object meterRegistry;
+  private final KafkaEngine engine;
 
   private KafkaSourceOptions(Builder<T> b) {
     this.bootstrapServers = b.bootstrapServers;
@@ -104,6 +107,7 @@ public final class KafkaSourceOptions<T> {
     this.consumerProperties = Collections.unmodifiableMap(new LinkedHashMap<>(b.consumerProperties));
     this.producerProperties = Collections.unmodifiableMap(new LinkedHashMap<>(b.producerProperties));
     this.meterRegistry = b.meterRegistry;
+    this.engine = b.engine;
   }
 
   /**
@@ -226,6 +230,15 @@ public final class KafkaSourceOptions<T> {
     return meterRegistry;
   }
 
+  /**
+   * The engine the source runs on.
+   *
+   * @return the engine; default {@link KafkaEngine#NATIVE}
+   */
+  public KafkaEngine engine() {
+    return engine;
+  }
+
   @Override
   public String toString() {
     return "KafkaSourceOptions[bootstrapServers=" + bootstrapServers + ", groupId=" + groupId + ", topics=" + topics
@@ -239,7 +252,7 @@ public final class KafkaSourceOptions<T> {
         + ", heldCommitsLogInterval=" + heldCommitsLogInterval
         + ", consumerProperties=" + Secrets.mask(consumerProperties)
         + ", producerProperties=" + Secrets.mask(producerProperties)
-        + ", meterRegistry=" + (meterRegistry != null) + "]";
+        + ", meterRegistry=" + (meterRegistry != null) + ", engine=" + engine + "]";
   }
 
   /**
@@ -266,6 +279,7 @@ public final class KafkaSourceOptions<T> {
     private Duration reconnectBackoff = DEFAULT_RECONNECT_BACKOFF;
     private Duration reconnectMaxBackoff = DEFAULT_RECONNECT_MAX_BACKOFF;
     private Duration heldCommitsLogInterval = DEFAULT_HELD_COMMITS_LOG_INTERVAL;
+    private KafkaEngine engine = DEFAULT_ENGINE;
     private final Map<String, Object> consumerProperties = new LinkedHashMap<>();
     private final Map<String, Object> producerProperties = new LinkedHashMap<>();
     private Object meterRegistry;
@@ -562,6 +576,19 @@ public final class KafkaSourceOptions<T> {
      */
     public Builder<T> meterRegistry(io.micrometer.core.instrument.MeterRegistry registry) {
       this.meterRegistry = Objects.requireNonNull(registry, "meterRegistry");
+      return this;
+    }
+
+    /**
+     * The engine the source runs on. Default {@link KafkaEngine#NATIVE}, which runs on every
+     * supported kafka-clients version; {@link KafkaEngine#REACTOR_KAFKA} needs reactor-kafka on
+     * the class path and kafka-clients 3.x.
+     *
+     * @param engine the engine
+     * @return this builder
+     */
+    public Builder<T> engine(KafkaEngine engine) {
+      this.engine = Objects.requireNonNull(engine, "engine");
       return this;
     }
 
