@@ -1,5 +1,6 @@
 package dev.idem.kafka;
 
+import dev.idem.kafka.internal.ProducerSends;
 import dev.idem.kafka.internal.Secrets;
 import dev.idem.outbox.OutboxMessage;
 import dev.idem.outbox.OutboxPublisher;
@@ -10,15 +11,12 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
-import reactor.core.scheduler.Schedulers;
-import reactor.kafka.sender.KafkaSender;
-import reactor.kafka.sender.SenderOptions;
-import reactor.kafka.sender.SenderRecord;
 
 /**
  * An {@link OutboxPublisher} that sends outbox rows to Kafka, for {@code dev.idem.outbox.OutboxRelay}.
@@ -45,7 +43,7 @@ public final class KafkaOutboxPublisher implements OutboxPublisher, AutoCloseabl
   /** The header that carries the row's id: {@value}, as {@link KafkaSource} expects. */
   public static final String DEFAULT_MESSAGE_ID_HEADER = KafkaSourceOptions.DEFAULT_MESSAGE_ID_HEADER;
 
-  private final KafkaSender<byte[], byte[]> sender;
+  private final ProducerSends sender;
   private final String messageIdHeader;
   private final Map<String, Object> properties;
 
@@ -64,7 +62,7 @@ public final class KafkaOutboxPublisher implements OutboxPublisher, AutoCloseabl
     props.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class);
     props.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class);
     this.properties = Collections.unmodifiableMap(new LinkedHashMap<>(props));
-    this.sender = KafkaSender.create(SenderOptions.<byte[], byte[]>create(props).stopOnError(false));
+    this.sender = new ProducerSends(new KafkaProducer<>(props), "outbox");
   }
 
   /**
@@ -89,17 +87,17 @@ public final class KafkaOutboxPublisher implements OutboxPublisher, AutoCloseabl
 
   @Override
   public Mono<Void> publish(OutboxMessage message) {
-    return publishAll(List.of(message)).next()
-        .flatMap(result -> result.isSent() ? Mono.<Void>empty() : Mono.<Void>error(result.error()));
+    return sender.send(record(message)).then();
   }
 
   @Override
   public Flux<Result> publishAll(List<OutboxMessage> messages) {
-    return sender.send(Flux.fromIterable(messages).map(m -> SenderRecord.create(record(m), m)))
-        .map(result -> result.exception() == null ? Result.sent(result.correlationMetadata())
-            : Result.failed(result.correlationMetadata(), result.exception()))
-        // Results arrive on the producer's network thread; the relay must not continue there.
-        .publishOn(Schedulers.parallel());
+    // Every record is handed to the producer at once (in order, on its sending thread), so the
+    // batch travels in few requests; each result is reported on its own, in the batch's order.
+    return Flux.fromIterable(messages)
+        .flatMapSequential(m -> sender.send(record(m))
+            .map(sent -> Result.sent(m))
+            .onErrorResume(error -> Mono.just(Result.failed(m, error))), Math.max(1, messages.size()));
   }
 
   ProducerRecord<byte[], byte[]> record(OutboxMessage message) {

@@ -10,9 +10,6 @@ import org.apache.kafka.common.errors.RetriableException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Mono;
-import reactor.core.scheduler.Schedulers;
-import reactor.kafka.sender.KafkaSender;
-import reactor.kafka.sender.SenderRecord;
 import reactor.util.retry.Retry;
 
 /**
@@ -27,13 +24,13 @@ public final class DeadLetterPublisher implements AutoCloseable {
 
   private static final Logger log = LoggerFactory.getLogger(DeadLetterPublisher.class);
 
-  private final KafkaSender<byte[], byte[]> sender;
+  private final ProducerSends sender;
   private final UnaryOperator<String> topicNaming;
   private final String idHeader;
   private final Duration firstBackoff;
   private final Duration maxBackoff;
 
-  DeadLetterPublisher(KafkaSender<byte[], byte[]> sender, UnaryOperator<String> topicNaming, String idHeader,
+  DeadLetterPublisher(ProducerSends sender, UnaryOperator<String> topicNaming, String idHeader,
       Duration firstBackoff, Duration maxBackoff) {
     this.sender = sender;
     this.topicNaming = topicNaming;
@@ -54,11 +51,7 @@ public final class DeadLetterPublisher implements AutoCloseable {
     return Mono.defer(() -> {
       String topic = deadLetterTopic(original.topic());
       ProducerRecord<byte[], byte[]> record = DeadLetterRecords.deadLetterRecord(topic, original, messageId, idHeader, deadLetter);
-      return sender.send(Mono.just(SenderRecord.create(record, messageId)))
-          .next()
-          .flatMap(result -> result.exception() == null ? Mono.<Void>empty() : Mono.<Void>error(result.exception()))
-          // Results arrive on the producer's network thread; the pipeline must not continue there.
-          .publishOn(Schedulers.parallel());
+      return sender.send(record).then();
     })
         .retryWhen(Retry.backoff(Long.MAX_VALUE, firstBackoff).maxBackoff(maxBackoff)
             .filter(DeadLetterPublisher::isRetriable)

@@ -13,12 +13,11 @@ import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.record.TimestampType;
 import reactor.core.publisher.Mono;
-import reactor.kafka.receiver.ReceiverOffset;
 
 /**
- * One Kafka record as a {@link dev.idem.Delivery}. Acknowledging marks its offset settled in
- * Reactor Kafka's out-of-order commit tracker: the offset is committed once it and every earlier
- * offset of its partition are settled. Dead-lettering publishes to the dead-letter topic and
+ * One Kafka record as a {@link dev.idem.Delivery}. Acknowledging marks its offset settled in its
+ * engine's out-of-order commit tracker: the offset is committed once it and every earlier offset
+ * of its partition are settled. Dead-lettering publishes to the dead-letter topic and
  * settles the offset only after the broker acknowledged that publish; a publish that failed for
  * good (after the publisher's retries of retriable errors) fails the settlement with a
  * {@link DeadLetterFailedException}, leaves the offset unsettled and holds its partition's
@@ -29,26 +28,24 @@ import reactor.kafka.receiver.ReceiverOffset;
 public final class KafkaDelivery<T> extends AbstractDelivery<T> {
 
   private final ConsumerRecord<byte[], byte[]> record;
-  private final ReceiverOffset offset;
+  private final Runnable settle;
   private final String id;
   private final String invalidId;
   private final T payload;
   private final Throwable decodingFailure;
   private final DeadLetterPublisher publisher;
   private final CommitHolds holds;
-  private final CommitOnCancel.Acked acked;
 
-  KafkaDelivery(ConsumerRecord<byte[], byte[]> record, ReceiverOffset offset, String id, String invalidId, T payload,
-      Throwable decodingFailure, DeadLetterPublisher publisher, CommitHolds holds, CommitOnCancel.Acked acked) {
+  KafkaDelivery(ConsumerRecord<byte[], byte[]> record, Runnable settle, String id, String invalidId, T payload,
+      Throwable decodingFailure, DeadLetterPublisher publisher, CommitHolds holds) {
     this.record = record;
-    this.offset = offset;
+    this.settle = settle;
     this.id = id;
     this.invalidId = invalidId;
     this.payload = payload;
     this.decodingFailure = decodingFailure;
     this.publisher = publisher;
     this.holds = holds;
-    this.acked = acked;
   }
 
   /**
@@ -140,10 +137,7 @@ public final class KafkaDelivery<T> extends AbstractDelivery<T> {
 
   @Override
   protected Mono<Void> doAck() {
-    return Mono.fromRunnable(() -> {
-      offset.acknowledge();
-      acked.acknowledged(offset);
-    });
+    return Mono.fromRunnable(settle);
   }
 
   /**
@@ -162,8 +156,7 @@ public final class KafkaDelivery<T> extends AbstractDelivery<T> {
               + record.offset() + " failed for good on " + topic + ": " + LogText.error(error), error);
         })
         .then(Mono.fromRunnable(() -> {
-          offset.acknowledge();
-          acked.acknowledged(offset);
+          settle.run();
           holds.settled(record);
         }));
   }

@@ -5,24 +5,42 @@ import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Tag;
+import io.micrometer.core.instrument.binder.kafka.KafkaClientMetrics;
 import java.util.List;
-import reactor.kafka.receiver.MicrometerConsumerListener;
-import reactor.kafka.receiver.ReceiverOptions;
-import reactor.kafka.sender.MicrometerProducerListener;
-import reactor.kafka.sender.SenderOptions;
+import org.apache.kafka.clients.consumer.Consumer;
+import org.apache.kafka.clients.producer.Producer;
 
 /**
- * Binds Kafka client metrics to Micrometer. Kept in its own class so that Micrometer is loaded
- * only when the application passes a registry.
+ * Binds Kafka client metrics to Micrometer (its {@link KafkaClientMetrics} binder, meters named
+ * {@code kafka.consumer.*} and {@code kafka.producer.*}, tagged {@value #TAG} with the group id).
+ * Kept in its own class so that Micrometer is loaded only when the application passes a registry.
  */
 final class MicrometerBinding {
 
-  private static final String TAG = "idem.source";
+  static final String TAG = "idem.source";
 
   private MicrometerBinding() {}
 
-  static <K, V> ReceiverOptions<K, V> bind(ReceiverOptions<K, V> options, Object registry, String consumerName) {
-    return options.consumerListener(new MicrometerConsumerListener((MeterRegistry) registry, List.of(Tag.of(TAG, consumerName))));
+  /**
+   * Binds a consumer's metrics until the returned handle is closed.
+   *
+   * @return closes the binding
+   */
+  static AutoCloseable bind(Consumer<?, ?> consumer, Object registry, String consumerName) {
+    KafkaClientMetrics metrics = new KafkaClientMetrics(consumer, List.of(Tag.of(TAG, consumerName)));
+    metrics.bindTo((MeterRegistry) registry);
+    return metrics;
+  }
+
+  /**
+   * Binds a producer's metrics until the returned handle is closed.
+   *
+   * @return closes the binding
+   */
+  static AutoCloseable bind(Producer<?, ?> producer, Object registry, String consumerName) {
+    KafkaClientMetrics metrics = new KafkaClientMetrics(producer, List.of(Tag.of(TAG, consumerName)));
+    metrics.bindTo((MeterRegistry) registry);
+    return metrics;
   }
 
   /**
@@ -40,9 +58,5 @@ final class MicrometerBinding {
         .description("Partitions whose commits are held by a record whose dead letter failed for good")
         .register(meters);
     return failed::increment;
-  }
-
-  static <K, V> SenderOptions<K, V> bind(SenderOptions<K, V> options, Object registry, String consumerName) {
-    return options.producerListener(new MicrometerProducerListener((MeterRegistry) registry, List.of(Tag.of(TAG, consumerName))));
   }
 }

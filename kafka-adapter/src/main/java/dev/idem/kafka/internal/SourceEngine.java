@@ -2,16 +2,21 @@ package dev.idem.kafka.internal;
 
 import dev.idem.Delivery;
 import dev.idem.internal.LogText;
+import dev.idem.kafka.KafkaEngine;
 import dev.idem.kafka.KafkaSourceOptions;
-import java.util.Collection;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
+import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.CooperativeStickyAssignor;
+import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.slf4j.Logger;
@@ -19,17 +24,12 @@ import org.slf4j.LoggerFactory;
 import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
 import reactor.core.scheduler.Schedulers;
-import reactor.kafka.receiver.KafkaReceiver;
-import reactor.kafka.receiver.ReceiverOptions;
-import reactor.kafka.receiver.ReceiverPartition;
-import reactor.kafka.receiver.ReceiverRecord;
-import reactor.kafka.sender.KafkaSender;
-import reactor.kafka.sender.SenderOptions;
 import reactor.util.retry.Retry;
 
 /**
- * The machinery behind {@link dev.idem.kafka.KafkaSource}: Reactor Kafka receiver options with
- * out-of-order commit tracking, decoding, id resolution and the dead-letter producer.
+ * The machinery behind {@link dev.idem.kafka.KafkaSource}: the engine that receives records
+ * ({@link NativeReceiver} or {@link ReactorKafkaReceiver}), decoding, id resolution, commit holds
+ * and the dead-letter producer.
  *
  * @param <T> the payload type
  */
@@ -38,26 +38,38 @@ public final class SourceEngine<T> implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(SourceEngine.class);
 
   private final KafkaSourceOptions<T> options;
-  private final ReceiverOptions<byte[], byte[]> receiverOptions;
+  private final RecordReceiver receiver;
   private final MessageIds<T> ids;
   private final DeadLetterPublisher publisher;
+  private final AutoCloseable producerMetrics;
   /** The commit holds of the live consumers, one per {@link #receive()} subscription. */
   private final Set<CommitHolds> liveHolds = ConcurrentHashMap.newKeySet();
   private final Runnable deadLetterFailed;
-  private final CommitOnCancel commitOnCancel;
 
   /**
    * @param options validated options
+   * @throws IllegalStateException when {@link KafkaEngine#REACTOR_KAFKA} is selected and
+   *     reactor-kafka is missing or kafka-clients is not 3.x
    */
   public SourceEngine(KafkaSourceOptions<T> options) {
     this.options = options;
     this.ids = new MessageIds<>(options.messageIdHeader(), options.messageIdExtractor(), options.offsetFallbackId());
-    this.receiverOptions = receiverOptions(options);
-    this.publisher = new DeadLetterPublisher(KafkaSender.create(senderOptions(options)), options::deadLetterTopic,
+    Map<String, Object> consumerProperties = consumerProperties(options);
+    this.receiver = options.engine() == KafkaEngine.REACTOR_KAFKA
+        ? ReactorKafkaSupport.receiver(options, consumerProperties)
+        : new NativeReceiver(options, consumerProperties, consumerMetrics(options));
+    KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(producerProperties(options));
+    this.producerMetrics = options.meterRegistry() == null ? null
+        : MicrometerBinding.bind(producer, options.meterRegistry(), options.groupId());
+    this.publisher = new DeadLetterPublisher(new ProducerSends(producer, "dlt-" + options.groupId()), options::deadLetterTopic,
         options.messageIdHeader(), options.reconnectBackoff(), options.reconnectMaxBackoff());
-    this.commitOnCancel = new CommitOnCancel(options.groupId(), options.closeTimeout());
     this.deadLetterFailed = options.meterRegistry() == null ? () -> { }
         : MicrometerBinding.bindHolds(options.meterRegistry(), options.groupId(), this);
+  }
+
+  private static Function<Consumer<byte[], byte[]>, AutoCloseable> consumerMetrics(KafkaSourceOptions<?> options) {
+    Object registry = options.meterRegistry();
+    return registry == null ? consumer -> null : consumer -> MicrometerBinding.bind(consumer, registry, options.groupId());
   }
 
   /**
@@ -70,7 +82,7 @@ public final class SourceEngine<T> implements AutoCloseable {
     return liveHolds.stream().mapToInt(CommitHolds::heldPartitions).sum();
   }
 
-  static <T> ReceiverOptions<byte[], byte[]> receiverOptions(KafkaSourceOptions<T> options) {
+  static Map<String, Object> consumerProperties(KafkaSourceOptions<?> options) {
     Map<String, Object> props = new HashMap<>(options.consumerProperties());
     props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, options.bootstrapServers());
     props.put(ConsumerConfig.GROUP_ID_CONFIG, options.groupId());
@@ -81,25 +93,16 @@ public final class SourceEngine<T> implements AutoCloseable {
     props.putIfAbsent(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, KafkaSourceOptions.DEFAULT_AUTO_OFFSET_RESET);
     // Records of aborted producer transactions must never be applied.
     props.putIfAbsent(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
-    props.putIfAbsent(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, CooperativeStickyAssignor.class.getName());
-    String name = options.groupId();
-    ReceiverOptions<byte[], byte[]> receiver = ReceiverOptions.<byte[], byte[]>create(props)
-        .subscription(options.topics())
-        .commitInterval(options.commitInterval())
-        .commitBatchSize(options.commitBatchSize())
-        .maxDeferredCommits(options.maxDeferredCommits())
-        .maxDelayRebalance(options.revocationGracePeriod())
-        .commitIntervalDuringDelay(100L)
-        .closeTimeout(options.closeTimeout())
-        .addAssignListener(partitions -> log.info("Kafka source '{}' assigned {}", name, names(partitions)))
-        .addRevokeListener(partitions -> log.info("Kafka source '{}' revoked {}", name, names(partitions)));
-    if (options.meterRegistry() != null) {
-      receiver = MicrometerBinding.bind(receiver, options.meterRegistry(), name);
+    // The consumer rebalance protocol of Kafka 4 (group.protocol=consumer) assigns on the broker
+    // and refuses a client-side assignor.
+    Object protocol = props.get("group.protocol");
+    if (protocol == null || !"consumer".equalsIgnoreCase(protocol.toString())) {
+      props.putIfAbsent(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, CooperativeStickyAssignor.class.getName());
     }
-    return receiver;
+    return props;
   }
 
-  static <T> SenderOptions<byte[], byte[]> senderOptions(KafkaSourceOptions<T> options) {
+  static Map<String, Object> producerProperties(KafkaSourceOptions<?> options) {
     Map<String, Object> props = new HashMap<>(options.producerProperties());
     props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, options.bootstrapServers());
     props.put(ProducerConfig.ACKS_CONFIG, "all");
@@ -107,19 +110,12 @@ public final class SourceEngine<T> implements AutoCloseable {
     props.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class);
     props.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class);
     props.putIfAbsent(ProducerConfig.CLIENT_ID_CONFIG, "idem-dlt-" + options.groupId());
-    SenderOptions<byte[], byte[]> sender = SenderOptions.<byte[], byte[]>create(props).stopOnError(false);
-    if (options.meterRegistry() != null) {
-      sender = MicrometerBinding.bind(sender, options.meterRegistry(), options.groupId());
-    }
-    return sender;
-  }
-
-  private static String names(Collection<ReceiverPartition> partitions) {
-    return partitions.stream().map(p -> p.topicPartition().toString()).sorted().toList().toString();
+    return props;
   }
 
   /**
-   * A new consumer per subscription, recreated with backoff after fatal consumer errors.
+   * A new consumer per subscription, recreated with backoff after consumer errors (a WARN line
+   * per attempt). An invalid consumer configuration ends the stream: recreating cannot fix it.
    *
    * @return the deliveries
    */
@@ -127,20 +123,31 @@ public final class SourceEngine<T> implements AutoCloseable {
     return Flux.defer(this::receiveWithOneConsumer)
         .retryWhen(Retry.backoff(Long.MAX_VALUE, options.reconnectBackoff())
             .maxBackoff(options.reconnectMaxBackoff())
+            .filter(error -> configError(error) == null && !(error instanceof Error))
             .doBeforeRetry(signal -> log.warn("Kafka source '{}' failed, recreating the consumer (attempt {}): {}",
-                options.groupId(), signal.totalRetriesInARow() + 1, LogText.error(signal.failure()))));
+                options.groupId(), signal.totalRetriesInARow() + 1, LogText.error(signal.failure())))
+            .onRetryExhaustedThrow((spec, signal) -> signal.failure()))
+        .onErrorMap(error -> configError(error) != null, error -> new IllegalArgumentException("Kafka source '"
+            + options.groupId() + "' cannot create its consumer: " + configError(error).getMessage(), error));
+  }
+
+  /** The configuration error behind {@code error}, or {@code null}: recreating the consumer cannot fix one. */
+  static ConfigException configError(Throwable error) {
+    for (Throwable t = error; t != null; t = t.getCause() == t ? null : t.getCause()) {
+      if (t instanceof ConfigException config) {
+        return config;
+      }
+    }
+    return null;
   }
 
   private Flux<Delivery<T>> receiveWithOneConsumer() {
     CommitHolds holds = new CommitHolds(options.groupId(), deadLetterFailed);
     liveHolds.add(holds);
-    ReceiverOptions<byte[], byte[]> consumerOptions = receiverOptions.addRevokeListener(partitions ->
-        holds.revoked(partitions.stream().map(ReceiverPartition::topicPartition).toList()));
     long every = options.heldCommitsLogInterval().toMillis();
     Disposable reports = Schedulers.parallel().schedulePeriodically(holds::report, every, every, TimeUnit.MILLISECONDS);
-    CommitOnCancel.Acked acked = new CommitOnCancel.Acked();
-    return commitOnCancel.apply(KafkaReceiver.create(consumerOptions).receive(1), acked)
-        .map(record -> toDelivery(record, holds, acked))
+    return receiver.receive(holds)
+        .map(received -> toDelivery(received.record(), received.settle(), holds))
         .doFinally(signal -> {
           reports.dispose();
           holds.close();
@@ -148,11 +155,7 @@ public final class SourceEngine<T> implements AutoCloseable {
         });
   }
 
-  Delivery<T> toDelivery(ReceiverRecord<byte[], byte[]> record, CommitHolds holds) {
-    return toDelivery(record, holds, new CommitOnCancel.Acked());
-  }
-
-  Delivery<T> toDelivery(ReceiverRecord<byte[], byte[]> record, CommitHolds holds, CommitOnCancel.Acked acked) {
+  Delivery<T> toDelivery(ConsumerRecord<byte[], byte[]> record, Runnable settle, CommitHolds holds) {
     T payload = null;
     Throwable failure = null;
     if (record.value() != null) {
@@ -182,16 +185,26 @@ public final class SourceEngine<T> implements AutoCloseable {
           LogText.error(e));
       id = options.offsetFallbackId() ? MessageIds.offsetId(record.topic(), record.partition(), record.offset()) : null;
     }
-    return new KafkaDelivery<>(record, record.receiverOffset(), id, invalidId, payload, failure, publisher, holds, acked);
+    return new KafkaDelivery<>(record, settle, id, invalidId, payload, failure, publisher, holds);
   }
 
   /**
-   * Waits (up to the close timeout) until the consumers cancelled before committed their
-   * acknowledged offsets, then closes the dead-letter producer.
+   * Waits (up to the close timeout) until the consumers cancelled before committed their settled
+   * offsets and closed, then closes the dead-letter producer.
    */
   @Override
   public void close() {
-    commitOnCancel.awaitCommits(options.closeTimeout());
-    publisher.close();
+    try {
+      receiver.close();
+    } finally {
+      publisher.close();
+      if (producerMetrics != null) {
+        try {
+          producerMetrics.close();
+        } catch (Exception e) {
+          log.debug("closing the dead-letter producer's metrics failed", e);
+        }
+      }
+    }
   }
 }

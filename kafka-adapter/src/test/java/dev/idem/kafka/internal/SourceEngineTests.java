@@ -12,26 +12,11 @@ import java.nio.charset.StandardCharsets;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.TopicPartition;
 import org.junit.jupiter.api.Test;
-import reactor.core.publisher.Mono;
-import reactor.kafka.receiver.ReceiverOffset;
-import reactor.kafka.receiver.ReceiverRecord;
 
 class SourceEngineTests {
 
-  /** The offset handle of a record built in the test; nothing here commits. */
-  private record Offset(TopicPartition topicPartition, long offset) implements ReceiverOffset {
-    @Override
-    public void acknowledge() {}
-
-    @Override
-    public Mono<Void> commit() {
-      return Mono.empty();
-    }
-  }
-
-  private static ReceiverRecord<byte[], byte[]> record(String value) {
-    ConsumerRecord<byte[], byte[]> record = new ConsumerRecord<>("orders", 3, 42L, null, value.getBytes(StandardCharsets.UTF_8));
-    return new ReceiverRecord<>(record, new Offset(new TopicPartition("orders", 3), 42L));
+  private static ConsumerRecord<byte[], byte[]> record(String value) {
+    return new ConsumerRecord<>("orders", 3, 42L, null, value.getBytes(StandardCharsets.UTF_8));
   }
 
   @Test
@@ -45,7 +30,7 @@ class SourceEngineTests {
         })
         .build();
     try (SourceEngine<String> engine = new SourceEngine<>(options); LogCapture logs = LogCapture.of("dev.idem.kafka")) {
-      Delivery<String> delivery = engine.toDelivery(record("v"), new CommitHolds("g", () -> { }));
+      Delivery<String> delivery = engine.toDelivery(record("v"), () -> { }, new CommitHolds("g", () -> { }));
       assertThat(delivery.id()).isEqualTo("orders/3/42");
       assertThat(logs.messages(Level.WARN, m -> m.contains("orders-3@42"))).singleElement().satisfies(m -> {
         assertThat(m).contains("IllegalStateException: xxx");
