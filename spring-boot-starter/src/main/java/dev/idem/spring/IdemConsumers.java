@@ -18,8 +18,11 @@ import reactor.core.publisher.Flux;
  *
  * <p><b>Start</b>: in phase {@value #PHASE}, late in the context's start (after the web server and
  * most other lifecycles): the inbox table is created when {@code idem.inbox.create-schema} is on,
- * then each consumer subscribes to its source. A consumer whose stream ends (the source failed
- * for good or completed) is not restarted; its health turns DOWN.
+ * then each consumer subscribes to its source. A consumer whose source cannot be created (an
+ * invalid setting the adapter refuses, such as a Kafka engine that the client versions on the
+ * class path cannot run) fails the start, and with it the application's; the consumers started
+ * before it are stopped first. A consumer whose stream ends (the source failed for good or
+ * completed) is not restarted; its health turns DOWN.
  *
  * <p><b>Stop</b>: early in the context's shutdown (the highest phases stop first), and in any case
  * before the singletons, the R2DBC connection pool among them, are destroyed. Each consumer stops
@@ -82,9 +85,28 @@ public final class IdemConsumers implements SmartLifecycle {
       inbox.createSchemaIfAbsent().block(SCHEMA_TIMEOUT);
     }
     for (ManagedConsumer consumer : consumers.values()) {
-      consumer.start();
+      try {
+        consumer.start();
+      } catch (RuntimeException | Error e) {
+        // A consumer that cannot start (for example a Kafka engine its client versions do not
+        // support) fails the application's start; those started before it stop first, so that
+        // no polling thread outlives the failed context.
+        stopStarted(e);
+        if (e instanceof Error error) {
+          throw error;
+        }
+        throw new IllegalStateException("Idem consumer '" + consumer.name() + "' could not start: " + e.getMessage(), e);
+      }
     }
     running = true;
+  }
+
+  private void stopStarted(Throwable cause) {
+    try {
+      Flux.fromIterable(consumers.values()).flatMap(ManagedConsumer::stop).then().block();
+    } catch (RuntimeException e) {
+      cause.addSuppressed(e);
+    }
   }
 
   @Override

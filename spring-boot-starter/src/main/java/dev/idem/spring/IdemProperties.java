@@ -590,6 +590,7 @@ public class IdemProperties {
     private String deadLetterTopicSuffix;
     private String messageIdHeader;
     private Map<String, String> properties = new LinkedHashMap<>();
+    private KafkaEngineType engine;
     // RabbitMQ
     private String uri;
     private String queue;
@@ -747,6 +748,31 @@ public class IdemProperties {
     }
 
     /**
+     * Kafka: the engine the source runs on, {@code native} or {@code reactor-kafka}
+     * ({@code KafkaSourceOptions.Builder#engine}). Default {@code native}: Idem's own engine on
+     * kafka-clients' {@code KafkaConsumer}, which runs on kafka-clients 3.9.x and 4.x, so on the
+     * kafka-clients that Spring Boot manages. {@code reactor-kafka} runs on Reactor Kafka, which
+     * is discontinued and runs on kafka-clients 3.x only; it needs
+     * {@code io.projectreactor.kafka:reactor-kafka} in the application's build (idem-kafka
+     * declares it optional) and, under Spring Boot 4, kafka-clients pinned to 3.9.x. Without
+     * them the application fails at start, naming what is missing.
+     *
+     * @return the engine, or {@code null} for the default ({@code native})
+     */
+    public KafkaEngineType getEngine() {
+      return engine;
+    }
+
+    /**
+     * Sets the engine.
+     *
+     * @param engine {@code native} or {@code reactor-kafka}
+     */
+    public void setEngine(KafkaEngineType engine) {
+      this.engine = engine;
+    }
+
+    /**
      * RabbitMQ: the broker URI. Default {@code amqp://guest:guest@localhost:5672}.
      *
      * @return the URI
@@ -835,6 +861,18 @@ public class IdemProperties {
     public void setDeadLetterMode(String deadLetterMode) {
       this.deadLetterMode = deadLetterMode;
     }
+  }
+
+  /**
+   * The engine of a Kafka source ({@code idem.consumers.<name>.source.engine}); the constants of
+   * {@code dev.idem.kafka.KafkaEngine}, named here so that these properties load without
+   * idem-kafka.
+   */
+  public enum KafkaEngineType {
+    /** {@code native}, the default: Idem's engine on kafka-clients 3.9.x and 4.x. */
+    NATIVE,
+    /** {@code reactor-kafka}: Reactor Kafka 1.3.25, on kafka-clients 3.x only; the application adds reactor-kafka. */
+    REACTOR_KAFKA
   }
 
   /** The broker of a configured source. */

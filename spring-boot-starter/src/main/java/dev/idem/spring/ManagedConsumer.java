@@ -143,10 +143,6 @@ public final class ManagedConsumer {
   @SuppressWarnings("unchecked")
   private <T> Running<T> startTyped(IdemConsumerDefinition<T> def, IdempotentConsumer<?> pipeline) {
     ConsumerSource<T> source = def.createSource();
-    if (source instanceof ResourceConsumerSource<T> resourceSource
-        && resourceSource.resource().getClass().getName().equals("dev.idem.kafka.KafkaSource")) {
-      KafkaClientsVersion.checkClassPath();
-    }
     Running<T> r = new Running<>(source);
     failure = null;
     // Before subscribing: a source that fails at once ends the stream inside subscribe().

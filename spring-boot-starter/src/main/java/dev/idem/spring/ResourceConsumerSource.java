@@ -4,7 +4,7 @@ import dev.idem.Delivery;
 import java.util.function.Supplier;
 import org.reactivestreams.Publisher;
 
-/** {@link ConsumerSource#of}: a receive function and the resource behind it (which tells the broker library). */
+/** {@link ConsumerSource#of}: a receive function and the resource behind it, closed with the source. */
 final class ResourceConsumerSource<T> implements ConsumerSource<T> {
   private final Supplier<? extends Publisher<? extends Delivery<T>>> receive;
   private final AutoCloseable resource;
@@ -12,10 +12,6 @@ final class ResourceConsumerSource<T> implements ConsumerSource<T> {
   ResourceConsumerSource(Supplier<? extends Publisher<? extends Delivery<T>>> receive, AutoCloseable resource) {
     this.receive = receive;
     this.resource = resource;
-  }
-
-  AutoCloseable resource() {
-    return resource;
   }
 
   @Override

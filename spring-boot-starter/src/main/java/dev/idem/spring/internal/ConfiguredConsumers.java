@@ -5,7 +5,6 @@ import dev.idem.Handler;
 import dev.idem.spring.ConsumerSource;
 import dev.idem.spring.IdemConsumerDefinition;
 import dev.idem.spring.IdemProperties;
-import dev.idem.spring.KafkaClientsVersion;
 import dev.idem.spring.MessageDecoder;
 import java.util.ArrayList;
 import java.util.List;
@@ -102,15 +101,14 @@ public final class ConfiguredConsumers {
         rejectSet(at, "rabbitmq", s.getUri(), "uri", s.getQueue(), "queue", s.getDeadLetterExchange(), "dead-letter-exchange",
             s.getDeadLetterRoutingKey(), "dead-letter-routing-key", s.getDeadLetterMode(), "dead-letter-mode");
         requireOnClassPath(at, "kafka", "dev.idem.kafka.KafkaSource", "dev.idem:idem-kafka");
-        // At refresh already, before anything is built from the Kafka client classes.
-        KafkaClientsVersion.checkClassPath();
         String bootstrap = s.getBootstrapServers() != null ? s.getBootstrapServers() : environment.getProperty("spring.kafka.bootstrap-servers");
         return KafkaSources.source(at, name, s, bootstrap, c.getPrefetch(), decoder, meterRegistry);
       }
       case RABBITMQ -> {
         rejectSet(at, "kafka", s.getBootstrapServers(), "bootstrap-servers", s.getTopics().isEmpty() ? null : s.getTopics(), "topics",
             s.getGroupId(), "group-id", s.getDeadLetterTopic(), "dead-letter-topic", s.getDeadLetterTopicSuffix(), "dead-letter-topic-suffix",
-            s.getMessageIdHeader(), "message-id-header", s.getProperties().isEmpty() ? null : s.getProperties(), "properties");
+            s.getMessageIdHeader(), "message-id-header", s.getProperties().isEmpty() ? null : s.getProperties(), "properties",
+            s.getEngine(), "engine");
         requireOnClassPath(at, "rabbitmq", "dev.idem.rabbit.RabbitSource", "dev.idem:idem-rabbit");
         return RabbitSources.source(at, s, c.getPrefetch(), decoder);
       }

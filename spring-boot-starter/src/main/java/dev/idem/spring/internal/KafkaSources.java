@@ -1,5 +1,6 @@
 package dev.idem.spring.internal;
 
+import dev.idem.kafka.KafkaEngine;
 import dev.idem.kafka.KafkaSource;
 import dev.idem.kafka.KafkaSourceOptions;
 import dev.idem.spring.ConsumerSource;
@@ -37,6 +38,11 @@ final class KafkaSources {
         .topics(s.getTopics().toArray(String[]::new))
         .valueDeserializer(values)
         .prefetch(prefetch);
+    if (s.getEngine() != null) {
+      // REACTOR_KAFKA without reactor-kafka, or on kafka-clients 4.x: KafkaSource.create refuses it
+      // when the consumer starts, which fails the application's start.
+      options.engine(KafkaEngine.valueOf(s.getEngine().name()));
+    }
     if (s.getMessageIdHeader() != null) {
       options.messageIdHeader(s.getMessageIdHeader());
     }
