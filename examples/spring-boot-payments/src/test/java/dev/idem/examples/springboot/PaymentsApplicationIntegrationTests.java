@@ -27,7 +27,7 @@ import org.springframework.test.context.DynamicPropertySource;
 
 /**
  * The example application as it ships (its {@code application.yml}, Spring Boot's own dependency
- * versions with {@code kafka.version} 3.9.1), against the real PostgreSQL and a real Kafka broker
+ * versions: kafka-clients 4.1.x, no version property), against the real PostgreSQL and a real Kafka broker
  * (the Idem build's in-JVM KRaft broker unless one listens on 127.0.0.1:9092): payments published
  * with 10% repeats are applied once each, every offset is committed and health is UP. The graceful
  * stop with the context is {@link PaymentsShutdownIntegrationTests}.
