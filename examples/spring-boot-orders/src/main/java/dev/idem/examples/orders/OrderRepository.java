@@ -1,0 +1,6 @@
+package dev.idem.examples.orders;
+
+import org.springframework.data.repository.reactive.ReactiveCrudRepository;
+
+/** Applied orders. */
+public interface OrderRepository extends ReactiveCrudRepository<OrderRecord, Long> {}
