@@ -7,6 +7,7 @@ import dev.idem.IdempotentConsumer;
 import dev.idem.Ordering;
 import dev.idem.kafka.testing.EmbeddedKafkaBroker;
 import dev.idem.kafka.testing.KafkaService;
+import dev.idem.kafka.testing.TestEngine;
 import dev.idem.kafka.testing.StrictUtf8Deserializer;
 import dev.idem.postgres.PostgresInbox;
 import dev.idem.testing.PostgresService;
@@ -63,6 +64,7 @@ class KafkaBrokerRestartIntegrationTests {
           .concurrency(4).ordering(Ordering.UNORDERED)
           .build();
       KafkaSourceOptions<String> options = KafkaSourceOptions.<String>builder()
+        .engine(TestEngine.get())
           .bootstrapServers(broker.bootstrapServers()).groupId(group).topics(topic)
           .valueDeserializer(new StrictUtf8Deserializer())
           .commitInterval(Duration.ofMillis(200))

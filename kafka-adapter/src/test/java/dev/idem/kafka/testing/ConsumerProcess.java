@@ -75,7 +75,7 @@ public final class ConsumerProcess {
         .maxBatchSize(Integer.parseInt(args[6]))
         .prefetch(128)
         .build();
-    KafkaSource<String> source = KafkaSource.create(KafkaSourceOptions.<String>builder()
+    KafkaSource<String> source = KafkaSource.create(KafkaSourceOptions.<String>builder().engine(TestEngine.get())
         .bootstrapServers(bootstrap).groupId(group).topics(topic)
         .valueDeserializer(new StrictUtf8Deserializer())
         .commitInterval(Duration.ofMillis(200))
