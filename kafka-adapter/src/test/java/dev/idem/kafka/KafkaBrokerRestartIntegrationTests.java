@@ -63,8 +63,7 @@ class KafkaBrokerRestartIntegrationTests {
                   .bind(0, tx.messageId()).bind(1, payload).execute()))
           .concurrency(4).ordering(Ordering.UNORDERED)
           .build();
-      KafkaSourceOptions<String> options = KafkaSourceOptions.<String>builder()
-        .engine(TestEngine.get())
+      KafkaSourceOptions<String> options = TestEngine.apply(KafkaSourceOptions.<String>builder())
           .bootstrapServers(broker.bootstrapServers()).groupId(group).topics(topic)
           .valueDeserializer(new StrictUtf8Deserializer())
           .commitInterval(Duration.ofMillis(200))

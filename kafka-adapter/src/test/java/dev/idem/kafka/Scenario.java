@@ -41,8 +41,7 @@ final class Scenario implements AutoCloseable {
   }
 
   KafkaSourceOptions.Builder<String> options() {
-    return KafkaSourceOptions.<String>builder()
-        .engine(TestEngine.get())
+    return TestEngine.apply(KafkaSourceOptions.<String>builder())
         .bootstrapServers(kafka.bootstrapServers())
         .groupId(group)
         .topics(topic)
