@@ -7,7 +7,8 @@ import reactor.core.publisher.Flux;
 
 /**
  * A Kafka topic subscription as a stream of {@link Delivery deliveries} for
- * {@link dev.idem.IdempotentConsumer#process}, on Reactor Kafka.
+ * {@link dev.idem.IdempotentConsumer#process}, on kafka-clients 3.9.x or 4.x ({@link KafkaEngine#NATIVE},
+ * the default) or on Reactor Kafka ({@link KafkaEngine#REACTOR_KAFKA}, kafka-clients 3.x only).
  *
  * <pre>{@code
  * KafkaSource<Payment> source = KafkaSource.create(KafkaSourceOptions.<Payment>builder()
@@ -21,7 +22,10 @@ import reactor.core.publisher.Flux;
  * <ul>
  *   <li><b>Ordered commits.</b> An offset is committed only when the record at it and every
  *       earlier record of its partition is settled (processed, duplicate or dead-lettered),
- *       whatever order they finish in (Reactor Kafka's deferred commits).</li>
+ *       whatever order they finish in. The watermark is committed every
+ *       {@link KafkaSourceOptions#commitInterval()} (or after
+ *       {@link KafkaSourceOptions#commitBatchSize()} settlements), before a revocation completes
+ *       and before the consumer closes.</li>
  *   <li><b>Poison pills do not stop the stream.</b> Values are decoded here, not by the Kafka
  *       client; a value the deserializer rejects, whatever it throws (JVM errors such as
  *       {@code AssertionError} or {@code OutOfMemoryError} included), becomes a delivery with
@@ -56,8 +60,9 @@ import reactor.core.publisher.Flux;
  *       to settle and commit; later settlements of their records commit nothing, and their
  *       redelivery to the new owner is absorbed by the dedup table.</li>
  *   <li><b>Broker failures.</b> The Kafka client reconnects by itself; a consumer that failed for
- *       good is recreated with backoff and resumes from the committed offsets. Nothing is
- *       committed that was not settled.</li>
+ *       good is recreated with backoff (a WARN line per attempt) and resumes from the committed
+ *       offsets. Nothing is committed that was not settled. An invalid consumer configuration ends
+ *       the stream with an {@link IllegalArgumentException} naming it.</li>
  *   <li><b>Metadata.</b> {@link Delivery#brokerCoordinates()} gives the topic, partition and
  *       offset under the keys of {@link dev.idem.MessageMetadata}; {@link Delivery#key()} is the
  *       record key as UTF-8 (none for a keyless record).</li>

@@ -7,6 +7,7 @@ import dev.idem.IdempotentConsumer;
 import dev.idem.Ordering;
 import dev.idem.kafka.testing.EmbeddedKafkaBroker;
 import dev.idem.kafka.testing.KafkaService;
+import dev.idem.kafka.testing.TestEngine;
 import dev.idem.kafka.testing.StrictUtf8Deserializer;
 import dev.idem.postgres.PostgresInbox;
 import dev.idem.testing.PostgresService;
@@ -62,7 +63,7 @@ class KafkaBrokerRestartIntegrationTests {
                   .bind(0, tx.messageId()).bind(1, payload).execute()))
           .concurrency(4).ordering(Ordering.UNORDERED)
           .build();
-      KafkaSourceOptions<String> options = KafkaSourceOptions.<String>builder()
+      KafkaSourceOptions<String> options = TestEngine.apply(KafkaSourceOptions.<String>builder())
           .bootstrapServers(broker.bootstrapServers()).groupId(group).topics(topic)
           .valueDeserializer(new StrictUtf8Deserializer())
           .commitInterval(Duration.ofMillis(200))

@@ -3,6 +3,7 @@ package dev.idem.kafka;
 import dev.idem.Handler;
 import dev.idem.postgres.PostgresInbox;
 import dev.idem.kafka.testing.KafkaService;
+import dev.idem.kafka.testing.TestEngine;
 import dev.idem.kafka.testing.StrictUtf8Deserializer;
 import dev.idem.testing.PostgresService;
 import io.r2dbc.pool.ConnectionPool;
@@ -40,7 +41,7 @@ final class Scenario implements AutoCloseable {
   }
 
   KafkaSourceOptions.Builder<String> options() {
-    return KafkaSourceOptions.<String>builder()
+    return TestEngine.apply(KafkaSourceOptions.<String>builder())
         .bootstrapServers(kafka.bootstrapServers())
         .groupId(group)
         .topics(topic)

@@ -58,6 +58,7 @@ final class PollLoop implements Runnable, ConsumerRebalanceListener {
   private static final Logger log = LoggerFactory.getLogger(PollLoop.class);
   private static final Duration POLL_TIMEOUT = Duration.ofMillis(100);
   private static final AtomicInteger THREADS = new AtomicInteger();
+  private static final long COMMIT_WARNING_INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(30);
 
   private final KafkaSourceOptions<?> options;
   private final Supplier<Consumer<byte[], byte[]>> consumerFactory;
@@ -78,6 +79,8 @@ final class PollLoop implements Runnable, ConsumerRebalanceListener {
   /** {@link #handedOut} as of the last poll, for other threads. */
   private volatile long handedOutSnapshot;
   private long lastCommitNanos = System.nanoTime();
+  private int failedCommits;
+  private long lastCommitWarningNanos;
 
   PollLoop(KafkaSourceOptions<?> options, Supplier<Consumer<byte[], byte[]>> consumerFactory,
       Function<Consumer<byte[], byte[]>, AutoCloseable> metrics, CommitHolds holds,
@@ -245,10 +248,20 @@ final class PollLoop implements Runnable, ConsumerRebalanceListener {
     c.commitAsync(offsets, (committed, error) -> {
       if (error == null) {
         committed.forEach((tp, om) -> owners.get(tp).committed(om.offset()));
+        if (failedCommits > 0) {
+          log.info("Kafka source '{}' commits again after {} failed commits", name, failedCommits);
+          failedCommits = 0;
+        }
       } else {
         owners.values().forEach(PartitionOffsets::commitFailed);
-        log.warn("Kafka source '{}' could not commit {} ({}); it tries again with its next commit", name, describe(offsets),
-            LogText.error(error));
+        failedCommits++;
+        long now2 = System.nanoTime();
+        // While the broker is away every commit fails: one WARN line, then one every 30 s.
+        if (failedCommits == 1 || now2 - lastCommitWarningNanos >= COMMIT_WARNING_INTERVAL_NANOS) {
+          lastCommitWarningNanos = now2;
+          log.warn("Kafka source '{}' could not commit {} ({}; {} failed commits in a row); it tries again with its next "
+              + "commit, and nothing is committed that was not settled", name, describe(offsets), LogText.error(error), failedCommits);
+        }
       }
     });
   }

@@ -7,11 +7,13 @@ import dev.idem.Delivery;
 import dev.idem.internal.LogText;
 import dev.idem.kafka.KafkaSourceOptions;
 import dev.idem.kafka.testing.LogCapture;
+import dev.idem.kafka.testing.TestEngine;
 import dev.idem.kafka.testing.StrictUtf8Deserializer;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.common.TopicPartition;
 import org.junit.jupiter.api.Test;
+import reactor.test.StepVerifier;
 
 class SourceEngineTests {
 
@@ -36,6 +38,24 @@ class SourceEngineTests {
         assertThat(m).contains("IllegalStateException: xxx");
         assertThat(m).hasSizeLessThan(LogText.MAX_TEXT + 200);
       });
+    }
+  }
+
+  @Test
+  void anInvalidConsumerConfigurationEndsTheStreamWithAnErrorNamingItInsteadOfRetryingForever() {
+    KafkaSourceOptions<String> options = KafkaSourceOptions.<String>builder()
+        .bootstrapServers("127.0.0.1:1").groupId("g").topics("orders")
+        .valueDeserializer(new StrictUtf8Deserializer())
+        .engine(TestEngine.get())
+        .consumerProperty("session.timeout.ms", "soon")
+        .build();
+    try (SourceEngine<String> engine = new SourceEngine<>(options)) {
+      StepVerifier.create(engine.receive())
+          .expectErrorSatisfies(error -> assertThat(error)
+              .isInstanceOf(IllegalArgumentException.class)
+              .hasMessageContaining("Kafka source 'g' cannot create its consumer")
+              .hasMessageContaining("session.timeout.ms"))
+          .verify(Duration.ofSeconds(30));
     }
   }
 }

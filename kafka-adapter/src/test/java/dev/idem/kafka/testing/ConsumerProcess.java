@@ -41,8 +41,15 @@ public final class ConsumerProcess {
   public static Process start(String bootstrapServers, String topic, String group, String consumer, String table,
       String postgresUrl, Path log, int maxBatchSize) {
     String java = ProcessHandle.current().info().command().orElse("java");
-    List<String> command = new ArrayList<>(List.of(java, "-Xmx256m", "-XX:TieredStopAtLevel=1",
-        "-cp", System.getProperty("java.class.path"), ConsumerProcess.class.getName(),
+    List<String> command = new ArrayList<>(List.of(java, "-Xmx256m", "-XX:TieredStopAtLevel=1"));
+    // The child consumes on the engine and group protocol this JVM's tests run on.
+    for (String property : List.of(TestEngine.PROPERTY, TestEngine.GROUP_PROTOCOL_PROPERTY)) {
+      String value = System.getProperty(property);
+      if (value != null) {
+        command.add("-D" + property + "=" + value);
+      }
+    }
+    command.addAll(List.of("-cp", System.getProperty("java.class.path"), ConsumerProcess.class.getName(),
         bootstrapServers, topic, group, consumer, table, postgresUrl, Integer.toString(maxBatchSize)));
     try {
       File logFile = log.toFile();
@@ -75,7 +82,7 @@ public final class ConsumerProcess {
         .maxBatchSize(Integer.parseInt(args[6]))
         .prefetch(128)
         .build();
-    KafkaSource<String> source = KafkaSource.create(KafkaSourceOptions.<String>builder()
+    KafkaSource<String> source = KafkaSource.create(TestEngine.apply(KafkaSourceOptions.<String>builder())
         .bootstrapServers(bootstrap).groupId(group).topics(topic)
         .valueDeserializer(new StrictUtf8Deserializer())
         .commitInterval(Duration.ofMillis(200))
