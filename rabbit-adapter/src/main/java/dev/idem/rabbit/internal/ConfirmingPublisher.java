@@ -48,8 +48,11 @@ import reactor.core.scheduler.Schedulers;
  *       caller's timeout) forgets its confirm. There is no timeout of its own: callers bound the
  *       wait.</li>
  *   <li>A throwable out of the client or of the user's client hooks (metrics or observation
- *       collectors), {@link Error}s included, fails that publish; a JVM error
- *       ({@link JvmErrors#isFatal}) travels as a {@link JvmErrors.Signalled}.</li>
+ *       collectors), {@link Error}s included, fails that publish and closes its channel (the
+ *       client has counted a sequence number the broker may never see, so later confirms could
+ *       not be matched); the publishes that channel still awaited fail as for any closure, and
+ *       the next publish opens a new channel. A JVM error ({@link JvmErrors#isFatal}) travels
+ *       as a {@link JvmErrors.Signalled}.</li>
  * </ul>
  *
  * <p>A broker return carries no sequence number, so every message gets the header
@@ -123,7 +126,11 @@ public final class ConfirmingPublisher implements AutoCloseable {
   }
 
   private ConfirmChannel channel() throws IOException, TimeoutException {
-    if (current == null || !current.channel.isOpen()) {
+    if (current == null || current.broken || !current.channel.isOpen()) {
+      if (current != null) {
+        current.failAll(new IOException("the publishing channel of '" + name + "' was replaced before the broker confirmed the message;"
+            + " it may or may not have been routed"));
+      }
       Channel channel = opener.open();
       if (channel == null) {
         throw new IOException("no channel available for publisher '" + name + "' (the connection's channel limit is reached)");
@@ -229,6 +236,7 @@ public final class ConfirmingPublisher implements AutoCloseable {
     final Channel channel;
     private final ConcurrentNavigableMap<Long, Outbound> pending = new ConcurrentSkipListMap<>();
     private volatile ShutdownSignalException closedBy;
+    private volatile boolean broken;
 
     ConfirmChannel(Channel channel) throws IOException {
       this.channel = channel;
@@ -256,13 +264,27 @@ public final class ConfirmingPublisher implements AutoCloseable {
         channel.basicPublish(message.exchange, message.routingKey, true, withSequence(message.properties, sequence), message.body);
       } catch (Throwable e) {
         pending.remove(sequence, message);
-        throw e;
+        // The client counted the sequence number before the frame went out (or the frame went
+        // out and a hook failed after): this channel's numbers can no longer be trusted, so it is
+        // closed, failing what it still awaits, and the next publish opens a new one.
+        abort();
+        throw new IOException("publishing to " + message.target() + " failed (the message may or may not have reached the broker;"
+            + " the channel was closed and will be replaced): " + LogText.error(e), e);
       }
       // The shutdown listener fails what is pending when it runs; a publish that came after it
       // (the client may accept one on a closing channel) is failed here.
       ShutdownSignalException cause = closedBy;
       if (cause != null && pending.remove(sequence, message)) {
         message.sink.error(channelClosed(message, cause));
+      }
+    }
+
+    private void abort() {
+      broken = true;
+      try {
+        channel.abort();
+      } catch (IOException | RuntimeException e) {
+        log.debug("Aborting the channel of publisher '{}' failed: {}", name, LogText.error(e));
       }
     }
 
@@ -323,7 +345,7 @@ public final class ConfirmingPublisher implements AutoCloseable {
       }
     }
 
-    void failAll(RuntimeException error) {
+    void failAll(Throwable error) {
       Iterator<Map.Entry<Long, Outbound>> unconfirmed = pending.entrySet().iterator();
       while (unconfirmed.hasNext()) {
         Map.Entry<Long, Outbound> entry = unconfirmed.next();
