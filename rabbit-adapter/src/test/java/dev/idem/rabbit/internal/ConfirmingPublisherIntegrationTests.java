@@ -182,9 +182,22 @@ class ConfirmingPublisherIntegrationTests {
 
   /** Throws from the client's publish hook for the message ids "assert" and "overflow". */
   private static final class ThrowingHook implements ObservationCollector {
-    @Override
+    // Both signatures of the hook (byte[] body in amqp-client 5.27, ByteBuffer in 5.37), without
+    // @Override, so that the test runs on either client.
+
+    /** The publish hook of amqp-client 5.37. */
     public void publish(PublishCall call, AMQP.Basic.Publish publish, AMQP.BasicProperties properties, ByteBuffer body,
         ConnectionInfo connectionInfo) throws IOException {
+      beforePublish(call, properties);
+    }
+
+    /** The publish hook of amqp-client 5.27. */
+    public void publish(PublishCall call, AMQP.Basic.Publish publish, AMQP.BasicProperties properties, byte[] body,
+        ConnectionInfo connectionInfo) throws IOException {
+      beforePublish(call, properties);
+    }
+
+    private static void beforePublish(PublishCall call, AMQP.BasicProperties properties) throws IOException {
       if ("assert".equals(properties.getMessageId())) {
         throw new AssertionError("hook invariant broken");
       }
