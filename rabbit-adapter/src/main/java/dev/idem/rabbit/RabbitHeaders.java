@@ -2,7 +2,8 @@ package dev.idem.rabbit;
 
 /**
  * Names of the headers that {@link DeadLetterMode#PUBLISH_WITH_CONFIRMS} puts on a dead letter and
- * that {@link RabbitDeadLetterReplayer} reads. The message id travels unchanged in the AMQP
+ * that {@link RabbitDeadLetterReplayer} reads, and of the one every message the adapter publishes
+ * carries ({@link #PUBLISH_SEQUENCE}). The message id travels unchanged in the AMQP
  * {@code message-id} property (and in any header the id came from).
  */
 public final class RabbitHeaders {
@@ -31,6 +32,12 @@ public final class RabbitHeaders {
   public static final String DEAD_LETTERED_AT = "x-idem-dead-lettered-at";
   /** How often the message was replayed from a dead-letter queue. */
   public static final String REPLAY_COUNT = "x-idem-replay-count";
+  /**
+   * The publish sequence number of the channel that published the message, on every dead letter
+   * and every {@link RabbitOutboxPublisher} message: a message the broker returns as unroutable
+   * carries no other link to its publish. Means nothing to consumers; replay drops it.
+   */
+  public static final String PUBLISH_SEQUENCE = "x-idem-publish-seq";
   /** The quorum-queue delivery counter set by the broker. */
   public static final String X_DELIVERY_COUNT = "x-delivery-count";
 

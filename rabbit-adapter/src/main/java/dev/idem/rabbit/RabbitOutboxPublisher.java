@@ -4,20 +4,13 @@ import com.rabbitmq.client.AMQP;
 import com.rabbitmq.client.ConnectionFactory;
 import dev.idem.outbox.OutboxMessage;
 import dev.idem.outbox.OutboxPublisher;
-import java.io.IOException;
+import dev.idem.rabbit.internal.ConfirmingPublisher;
+import dev.idem.rabbit.internal.ConnectionHolder;
 import java.util.Date;
 import java.util.HashMap;
-import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
-import reactor.core.scheduler.Schedulers;
-import reactor.rabbitmq.CorrelableOutboundMessage;
-import reactor.rabbitmq.RabbitFlux;
-import reactor.rabbitmq.SendOptions;
-import reactor.rabbitmq.Sender;
-import reactor.rabbitmq.SenderOptions;
 
 /**
  * An {@link OutboxPublisher} that sends outbox rows to RabbitMQ, for {@code dev.idem.outbox.OutboxRelay}.
@@ -26,18 +19,24 @@ import reactor.rabbitmq.SenderOptions;
  * OutboxRelay relay = OutboxRelay.builder(outbox, RabbitOutboxPublisher.create("amqp://guest:guest@localhost:5672")).build();
  * }</pre>
  *
- * <p>Guarantees: each batch is published on one channel with publisher confirms and the
- * {@code mandatory} flag; a message counts as sent only when the broker confirmed it
- * ({@code basic.ack}). A message the broker returns (no queue bound for it) or nacks is a
- * failed attempt, which the relay retries and eventually parks. The row's destination is the
+ * <p>Guarantees: messages are published on one channel in confirm mode, with the
+ * {@code mandatory} flag, pipelined (a batch does not wait for each confirm in turn); a message
+ * counts as sent only when the broker confirmed it ({@code basic.ack}). A message the broker
+ * returns (no queue bound for it: the error says "unroutable"), nacks, or whose channel closes
+ * before the confirm is a failed attempt, which the relay retries and eventually parks; the
+ * relay's {@code publishTimeout} bounds the wait for a confirm. The row's destination is the
  * routing key on the configured exchange (default the default exchange {@code ""}, where the
  * routing key is a queue name); the row's stable id is the AMQP {@code message-id} property,
  * which {@link RabbitSource} reads by default, so an Idem consumer downstream deduplicates a row
  * the relay sends twice. Messages are persistent ({@code delivery-mode} 2), carry the row's
- * headers as AMQP headers and its creation time as the {@code timestamp} property.
+ * headers as AMQP headers (plus {@link RabbitHeaders#PUBLISH_SEQUENCE}) and its creation time as the
+ * {@code timestamp} property.
  *
- * <p>The connection is opened on first use with the client's automatic recovery and reused;
- * {@link #close()} closes it. Thread-safe. {@link #toString()} masks the URI's password.
+ * <p>Built on amqp-client alone (see {@code ConfirmingPublisher}), so it works with every
+ * amqp-client 5.x from 5.27. The connection is opened on first use and reused; after it is lost,
+ * the next publish opens a new one (the client's automatic recovery is off, so no confirm is ever
+ * awaited on a recovered channel whose sequence numbers restarted). {@link #close()} closes it.
+ * Thread-safe. {@link #toString()} masks the URI's password.
  */
 public final class RabbitOutboxPublisher implements OutboxPublisher, AutoCloseable {
 
@@ -48,7 +47,8 @@ public final class RabbitOutboxPublisher implements OutboxPublisher, AutoCloseab
 
   private final String uri;
   private final String exchange;
-  private final Sender sender;
+  private final ConnectionHolder connection;
+  private final ConfirmingPublisher publisher;
 
   private RabbitOutboxPublisher(Builder b) {
     this.uri = b.uri;
@@ -59,11 +59,10 @@ public final class RabbitOutboxPublisher implements OutboxPublisher, AutoCloseab
     } catch (Exception e) {
       throw new IllegalArgumentException("uri is not a valid AMQP URI: " + masked(b.uri), e);
     }
-    factory.setAutomaticRecoveryEnabled(true);
-    String connectionName = b.connectionName;
-    this.sender = RabbitFlux.createSender(new SenderOptions()
-        .connectionFactory(factory)
-        .connectionSupplier(cf -> cf.newConnection(connectionName)));
+    factory.setAutomaticRecoveryEnabled(false);
+    factory.setTopologyRecoveryEnabled(false);
+    this.connection = new ConnectionHolder(factory, b.connectionName);
+    this.publisher = new ConfirmingPublisher(b.connectionName, () -> connection.get().createChannel());
   }
 
   /**
@@ -86,27 +85,15 @@ public final class RabbitOutboxPublisher implements OutboxPublisher, AutoCloseab
     return new Builder(uri);
   }
 
+  /**
+   * {@inheritDoc}
+   *
+   * <p>The relay's default {@link #publishAll} calls this for a whole batch at once; the publishes
+   * are pipelined on the one channel.
+   */
   @Override
   public Mono<Void> publish(OutboxMessage message) {
-    return publishAll(List.of(message)).next()
-        .flatMap(result -> result.isSent() ? Mono.<Void>empty() : Mono.<Void>error(result.error()));
-  }
-
-  @Override
-  public Flux<Result> publishAll(List<OutboxMessage> messages) {
-    return sender.sendWithTypedPublishConfirms(
-            Flux.fromIterable(messages).map(m -> new CorrelableOutboundMessage<>(exchange, m.destination(), properties(m), m.payload(), m)),
-            new SendOptions().trackReturned(true))
-        .map(result -> {
-          OutboxMessage message = result.getOutboundMessage().getCorrelationMetadata();
-          if (result.isReturned()) {
-            return Result.failed(message, new IOException("unroutable: the broker returned the message; no queue is bound to exchange '"
-                + exchange + "' with routing key '" + message.destination() + "'"));
-          }
-          return result.isAck() ? Result.sent(message) : Result.failed(message, new IOException("the broker nacked the message"));
-        })
-        // Confirms arrive on the client's connection thread; the relay must not continue there.
-        .publishOn(Schedulers.parallel());
+    return Mono.defer(() -> publisher.publish(exchange, message.destination(), properties(message), message.payload()));
   }
 
   static AMQP.BasicProperties properties(OutboxMessage message) {
@@ -121,7 +108,8 @@ public final class RabbitOutboxPublisher implements OutboxPublisher, AutoCloseab
 
   @Override
   public void close() {
-    sender.close();
+    publisher.close();
+    connection.close();
   }
 
   @Override

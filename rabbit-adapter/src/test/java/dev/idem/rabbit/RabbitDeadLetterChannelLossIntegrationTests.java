@@ -175,9 +175,22 @@ class RabbitDeadLetterChannelLossIntegrationTests {
       }
     }
 
-    @Override
+    // The hook's signature changed within amqp-client 5.x (a byte[] body in 5.27, a ByteBuffer
+    // in 5.37), so both are implemented, without @Override: the suite runs on either client.
+
+    /** The publish hook of amqp-client 5.37. */
     public void publish(PublishCall call, AMQP.Basic.Publish publish, AMQP.BasicProperties properties, ByteBuffer body,
         ConnectionInfo connectionInfo) throws IOException {
+      beforePublish(call, publish, properties);
+    }
+
+    /** The publish hook of amqp-client 5.27. */
+    public void publish(PublishCall call, AMQP.Basic.Publish publish, AMQP.BasicProperties properties, byte[] body,
+        ConnectionInfo connectionInfo) throws IOException {
+      beforePublish(call, publish, properties);
+    }
+
+    private void beforePublish(PublishCall call, AMQP.Basic.Publish publish, AMQP.BasicProperties properties) throws IOException {
       if (deadLetterExchange.equals(publish.getExchange()) && closed.compareAndSet(false, true)) {
         try {
           consuming.get().close();

@@ -12,7 +12,7 @@ import reactor.core.scheduler.Schedulers;
 
 /**
  * One broker connection at a time, reopened on demand when the previous one closed. Shared by a
- * source's consumer sessions and its dead-letter publisher.
+ * source's consumer sessions and its dead-letter publisher; the outbox publisher has its own.
  */
 public final class ConnectionHolder implements AutoCloseable {
 
@@ -43,7 +43,7 @@ public final class ConnectionHolder implements AutoCloseable {
    */
   public synchronized Connection get() throws IOException, TimeoutException {
     if (closed) {
-      throw new IllegalStateException("the RabbitMQ source '" + name + "' was closed");
+      throw new IllegalStateException("RabbitMQ connection '" + name + "' is closed: its source or publisher was closed");
     }
     if (current == null || !current.isOpen()) {
       current = factory.newConnection(name);

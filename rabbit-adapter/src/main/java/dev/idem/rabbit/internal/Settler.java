@@ -3,12 +3,14 @@ package dev.idem.rabbit.internal;
 import com.rabbitmq.client.AMQP;
 import com.rabbitmq.client.Channel;
 import dev.idem.DeadLetter;
+import dev.idem.internal.JvmErrors;
 import dev.idem.internal.LogText;
 import dev.idem.rabbit.DeadLetterMode;
 import dev.idem.rabbit.RabbitHeaders;
 import dev.idem.rabbit.RabbitSourceOptions;
 import java.io.IOException;
 import java.time.Instant;
+import java.util.concurrent.TimeoutException;
 import java.util.HashMap;
 import java.util.Map;
 import org.slf4j.Logger;
@@ -16,18 +18,13 @@ import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
-import reactor.rabbitmq.OutboundMessage;
-import reactor.rabbitmq.OutboundMessageResult;
-import reactor.rabbitmq.RabbitFlux;
-import reactor.rabbitmq.SendOptions;
-import reactor.rabbitmq.Sender;
-import reactor.rabbitmq.SenderOptions;
 import reactor.util.retry.Retry;
 
 /**
  * Settles deliveries: acks and rejects on a dedicated single thread (never a database or
- * event-loop thread), dead-letter publishes through Reactor RabbitMQ's {@link Sender} with
- * publisher confirms and the {@code mandatory} flag.
+ * event-loop thread), dead-letter publishes through a {@link ConfirmingPublisher} (publisher
+ * confirms, the {@code mandatory} flag) on its own channel of the source's connection, each
+ * confirm awaited at most {@link RabbitSourceOptions#confirmTimeout()}.
  */
 public final class Settler implements AutoCloseable {
 
@@ -36,18 +33,18 @@ public final class Settler implements AutoCloseable {
 
   private final RabbitSourceOptions options;
   private final Scheduler ackScheduler;
-  private final Sender sender;
+  private final ConfirmingPublisher publisher;
 
   /**
    * Creates the settler.
    *
    * @param options the source options
-   * @param connections the source's connections, shared with the dead-letter sender
+   * @param connections the source's connections, shared with the dead-letter publisher
    */
   public Settler(RabbitSourceOptions options, ConnectionHolder connections) {
     this.options = options;
     this.ackScheduler = Schedulers.newSingle("idem-rabbit-ack-" + options.queue(), true);
-    this.sender = RabbitFlux.createSender(new SenderOptions().connectionMono(connections.mono()));
+    this.publisher = new ConfirmingPublisher("dead-letters-" + options.queue(), () -> connections.get().createChannel());
   }
 
   Mono<Void> ack(RabbitDelivery<?> delivery) {
@@ -88,10 +85,10 @@ public final class Settler implements AutoCloseable {
           // channel is gone the broker redelivers the message and it is dead-lettered again then.
           .retryWhen(Retry.backoff(Long.MAX_VALUE, options.recoveryBackoff())
               .maxBackoff(options.maxRecoveryBackoff())
-              .filter(error -> delivery.session().isOpen())
+              .filter(error -> delivery.session().isOpen() && !JvmErrors.isFatal(error))
               .doBeforeRetry(signal -> log.warn("Dead-letter publish of message '{}' to exchange '{}' failed, retrying: {}",
                   delivery.idForLogs(), LogText.id(options.deadLetterExchange()), LogText.error(signal.failure()))))
-          .onErrorMap(error -> !(error instanceof SettlementException), error -> {
+          .onErrorMap(error -> !(error instanceof SettlementException) && !JvmErrors.isFatal(error), error -> {
             if (!delivery.session().isOpen()) {
               delivery.release();
             }
@@ -104,25 +101,10 @@ public final class Settler implements AutoCloseable {
   }
 
   private Mono<Void> publish(RabbitDelivery<?> delivery, DeadLetter deadLetter) {
-    return Mono.defer(() -> {
-      OutboundMessage message = new OutboundMessage(options.deadLetterExchange(), options.deadLetterRoutingKey(),
-          deadLetterProperties(delivery, deadLetter), delivery.body());
-      return sender.sendWithPublishConfirms(Mono.just(message), new SendOptions().trackReturned(true))
-          .next()
-          .timeout(options.confirmTimeout())
-          .flatMap(Settler::checkConfirmed);
-    });
-  }
-
-  private static Mono<Void> checkConfirmed(OutboundMessageResult<?> result) {
-    if (result.isReturned()) {
-      return Mono.error(new IOException("dead letter was unroutable (returned by the broker): is a queue bound to exchange '"
-          + result.getOutboundMessage().getExchange() + "' with routing key '" + result.getOutboundMessage().getRoutingKey() + "'?"));
-    }
-    if (!result.isAck()) {
-      return Mono.error(new IOException("dead letter was not confirmed by the broker"));
-    }
-    return Mono.empty();
+    return Mono.defer(() -> publisher.publish(options.deadLetterExchange(), options.deadLetterRoutingKey(),
+            deadLetterProperties(delivery, deadLetter), delivery.body()))
+        .timeout(options.confirmTimeout(), Mono.error(() -> new TimeoutException("the broker did not confirm the dead letter within "
+            + options.confirmTimeout() + " (confirmTimeout)")));
   }
 
   AMQP.BasicProperties deadLetterProperties(RabbitDelivery<?> delivery, DeadLetter deadLetter) {
@@ -175,9 +157,14 @@ public final class Settler implements AutoCloseable {
       boolean released = delivery.release();
       try {
         action.run(channel);
-      } catch (IOException | RuntimeException e) {
+      } catch (Throwable e) {
+        // The client runs the user's hooks (metrics and observation collectors) here: Errors too.
         if (released && channel.isOpen()) {
           delivery.restore();
+        }
+        Error fatal = JvmErrors.fatalIn(e);
+        if (fatal != null) {
+          throw new JvmErrors.Signalled(fatal);
         }
         throw new SettlementException(what + " of message '" + delivery.idForLogs() + "' failed; the broker will redeliver"
             + " the message" + consequence, e);
@@ -187,11 +174,7 @@ public final class Settler implements AutoCloseable {
 
   @Override
   public void close() {
-    try {
-      sender.close();
-    } catch (RuntimeException e) {
-      log.debug("Closing the dead-letter sender failed: {}", LogText.error(e));
-    }
+    publisher.close();
     ackScheduler.dispose();
   }
 
