@@ -38,6 +38,17 @@ final class PartitionOffsets {
   }
 
   /**
+   * Whether {@code offset} continues this partition's ascending order: it does not when the
+   * consumer's position went back (the topic was deleted and recreated, or its offsets reset).
+   *
+   * @param offset the next record's offset
+   * @return {@code true} when it is above every offset handed out before
+   */
+  synchronized boolean continuesWith(long offset) {
+    return offset >= next;
+  }
+
+  /**
    * An offset was handed out; offsets come in ascending order.
    *
    * @param offset the record's offset

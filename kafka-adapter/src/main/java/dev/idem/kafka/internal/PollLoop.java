@@ -24,6 +24,7 @@ import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.InterruptException;
+import org.apache.kafka.common.errors.RebalanceInProgressException;
 import org.apache.kafka.common.errors.WakeupException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -193,12 +194,30 @@ final class PollLoop implements Runnable, ConsumerRebalanceListener {
       }
       for (ConsumerRecord<byte[], byte[]> record : records.records(tp)) {
         long offset = record.offset();
+        if (!offsets.continuesWith(offset)) {
+          offsets = restart(offsets, offset);
+        }
         offsets.handedOut(offset);
         handedOut++;
         sink.next(new RecordReceiver.Received(record, () -> settle(offsets, offset)));
       }
     }
     handedOutSnapshot = handedOut;
+  }
+
+  /**
+   * The position of a partition went back: the topic was deleted and recreated before a rebalance
+   * told this consumer, or its offsets were reset. The offsets handed out before belong to what
+   * was there then; their tracker is closed (their settlements commit nothing) and the partition
+   * starts a new one, so that the new records' watermark is committed from where they start.
+   */
+  private PartitionOffsets restart(PartitionOffsets old, long offset) {
+    log.warn("Kafka source '{}': the offsets of {} went back to {} ({}); the topic was recreated or its offsets were reset. "
+        + "Commits start again from the new records; records handed out before commit nothing", name, old.partition(), offset, old);
+    old.close();
+    PartitionOffsets fresh = new PartitionOffsets(old.partition());
+    assigned.put(old.partition(), fresh);
+    return fresh;
   }
 
   private void settle(PartitionOffsets offsets, long offset) {
@@ -252,6 +271,10 @@ final class PollLoop implements Runnable, ConsumerRebalanceListener {
           log.info("Kafka source '{}' commits again after {} failed commits", name, failedCommits);
           failedCommits = 0;
         }
+      } else if (duringRebalance(error)) {
+        // The group is rebalancing: the revocation commits what settled, or the next commit does.
+        owners.values().forEach(PartitionOffsets::commitFailed);
+        log.debug("Kafka source '{}' could not commit {} during a rebalance; it commits again after it", name, describe(offsets));
       } else {
         owners.values().forEach(PartitionOffsets::commitFailed);
         failedCommits++;
@@ -264,6 +287,15 @@ final class PollLoop implements Runnable, ConsumerRebalanceListener {
         }
       }
     });
+  }
+
+  private static boolean duringRebalance(Throwable error) {
+    for (Throwable t = error; t != null; t = t.getCause() == t ? null : t.getCause()) {
+      if (t instanceof RebalanceInProgressException) {
+        return true;
+      }
+    }
+    return false;
   }
 
   private static Map<TopicPartition, OffsetAndMetadata> toCommit(Collection<PartitionOffsets> partitions) {
