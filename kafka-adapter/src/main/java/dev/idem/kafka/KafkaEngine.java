@@ -18,9 +18,9 @@ public enum KafkaEngine {
   /**
    * Reactor Kafka's receiver ({@code io.projectreactor.kafka:reactor-kafka}, an optional
    * dependency of idem-kafka that the application then declares itself). Reactor Kafka is
-   * discontinued; its last release (1.3.25) runs on kafka-clients 3.x only, and selecting this
-   * engine with kafka-clients 4.x fails when the source is created, naming both versions. Kept
-   * for applications that already run on it.
+   * discontinued; its releases (the last is 1.3.25) were built for kafka-clients 3.x, and Idem
+   * tests this engine on 3.x only: selecting it with kafka-clients 4.x fails when the source is
+   * created, naming both versions. Kept for applications that already run on it.
    */
   REACTOR_KAFKA
 }

@@ -7,8 +7,9 @@ import org.apache.kafka.common.utils.AppInfoParser;
 
 /**
  * Checks, before any reactor-kafka class is loaded, that {@link KafkaEngine#REACTOR_KAFKA} can
- * run here: reactor-kafka on the class path and kafka-clients 3.x (Reactor Kafka 1.3.25, its
- * last release, calls consumer methods that kafka-clients 4.0 removed).
+ * run here: reactor-kafka on the class path and kafka-clients 3.x. Reactor Kafka is discontinued;
+ * its releases were built for kafka-clients 3.x, Spring for Apache Kafka 4 dropped it, and Idem
+ * tests this engine on 3.x only, so on 4.x it is refused rather than run untested.
  */
 final class ReactorKafkaSupport {
 
@@ -26,8 +27,8 @@ final class ReactorKafkaSupport {
     }
     if (!clientsVersion.startsWith("3.")) {
       throw new IllegalStateException("engine " + KafkaEngine.REACTOR_KAFKA + " runs on kafka-clients 3.x only (Reactor Kafka "
-          + "is discontinued and its last release cannot run on 4.x), but kafka-clients " + clientsVersion + " is on the class "
-          + "path; use the default engine " + KafkaEngine.NATIVE + ", or pin kafka-clients to 3.9.1");
+          + "is discontinued, built for 3.x, and tested by Idem on 3.x only), but kafka-clients " + clientsVersion + " is on the "
+          + "class path; use the default engine " + KafkaEngine.NATIVE + ", or pin kafka-clients to 3.9.1");
     }
   }
 
