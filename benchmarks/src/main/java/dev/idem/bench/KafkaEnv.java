@@ -1,11 +1,7 @@
 package dev.idem.bench;
 
 import dev.idem.kafka.testing.EmbeddedKafkaBroker;
-import java.io.IOException;
-import java.lang.ProcessBuilder.Redirect;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;
@@ -26,59 +22,38 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 /**
- * The Kafka side: the broker (external, a KRaft broker in a child JVM, or one in this JVM), topics,
- * publishing, and the offsets the checks read.
+ * The Kafka side: the broker (external, or a KRaft broker from Kafka's own jars in a child JVM, so
+ * that the CPU figures are the consumer's alone), topics, publishing, and the offsets the checks read.
  */
 final class KafkaEnv implements AutoCloseable {
 
   private final String bootstrap;
   private final String where;
-  private final boolean inThisJvm;
-  private final Process child;
-  private final Path childDir;
-  private final EmbeddedKafkaBroker embedded;
+  private final EmbeddedKafkaBroker broker;
   private final Admin admin;
 
-  private KafkaEnv(String bootstrap, String where, boolean inThisJvm, Process child, Path childDir, EmbeddedKafkaBroker embedded) {
+  private KafkaEnv(String bootstrap, String where, EmbeddedKafkaBroker broker) {
     this.bootstrap = bootstrap;
     this.where = where;
-    this.inThisJvm = inThisJvm;
-    this.child = child;
-    this.childDir = childDir;
-    this.embedded = embedded;
+    this.broker = broker;
     Map<String, Object> props = new HashMap<>();
     props.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
     this.admin = Admin.create(props);
   }
 
-  static KafkaEnv start(Options options) throws IOException, InterruptedException {
+  static KafkaEnv start(Options options) {
     if (options.kafkaBootstrap != null) {
-      return ready(new KafkaEnv(options.kafkaBootstrap, "external broker at " + options.kafkaBootstrap, false, null, null, null));
+      return ready(new KafkaEnv(options.kafkaBootstrap, "external broker at " + options.kafkaBootstrap, null));
     }
-    if (options.kafkaInJvm) {
-      EmbeddedKafkaBroker broker = EmbeddedKafkaBroker.create();
+    EmbeddedKafkaBroker broker = EmbeddedKafkaBroker.create(List.of("-Xmx1g", "-XX:+UseG1GC"), List.of());
+    try {
       broker.start();
-      return ready(new KafkaEnv(broker.bootstrapServers(),
-          "KRaft broker in the benchmark's JVM (CPU figures include the broker's)", true, null, null, broker));
+    } catch (RuntimeException e) {
+      broker.destroy();
+      throw e;
     }
-    Path dir = Files.createTempDirectory("idem-bench-kafka-");
-    Path bootstrapFile = dir.resolve("bootstrap");
-    Path log = dir.resolve("broker.log");
-    Process process = Jvm.java(List.of("-Xmx1g", "-XX:+UseG1GC"), KafkaBrokerMain.class, List.of(bootstrapFile.toString()))
-        .redirectErrorStream(true).redirectOutput(Redirect.to(log.toFile())).start();
-    Runtime.getRuntime().addShutdownHook(new Thread(process::destroy, "bench-kafka-child-stop"));
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
-    while (!Files.exists(bootstrapFile)) {
-      if (!process.isAlive() || System.nanoTime() > deadline) {
-        process.destroyForcibly();
-        throw new IllegalStateException("the Kafka broker's JVM did not start; its log: " + log + "\n"
-            + (Files.exists(log) ? Files.readString(log) : ""));
-      }
-      Thread.sleep(100);
-    }
-    String servers = Files.readString(bootstrapFile, StandardCharsets.UTF_8).trim();
-    return ready(new KafkaEnv(servers, "KRaft broker (Kafka " + org.apache.kafka.common.utils.AppInfoParser.getVersion()
-        + ") in a child JVM, pid " + process.pid() + "; CPU figures are the consumer's JVM alone", false, process, dir, null));
+    return ready(new KafkaEnv(broker.bootstrapServers(), "KRaft broker (Kafka " + broker.version() + ") in a child JVM, pid "
+        + broker.pid() + "; CPU figures are the consumer's JVM alone", broker));
   }
 
   private static KafkaEnv ready(KafkaEnv env) {
@@ -103,10 +78,6 @@ final class KafkaEnv implements AutoCloseable {
 
   String where() {
     return where;
-  }
-
-  boolean inThisJvm() {
-    return inThisJvm;
   }
 
   void createTopic(String topic, int partitions) throws Exception {
@@ -213,29 +184,8 @@ final class KafkaEnv implements AutoCloseable {
   @Override
   public void close() {
     admin.close(Duration.ofSeconds(5));
-    if (embedded != null) {
-      embedded.destroy();
-    }
-    if (child != null) {
-      try {
-        child.getOutputStream().close();
-        if (!child.waitFor(30, TimeUnit.SECONDS)) {
-          child.destroyForcibly();
-        }
-      } catch (IOException e) {
-        child.destroyForcibly();
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        child.destroyForcibly();
-      }
-      try (java.util.stream.Stream<Path> files = Files.list(childDir)) {
-        for (Path file : files.toList()) {
-          Files.deleteIfExists(file);
-        }
-        Files.deleteIfExists(childDir);
-      } catch (IOException e) {
-        // a temporary directory: best effort
-      }
+    if (broker != null) {
+      broker.destroy();
     }
   }
 }

@@ -29,8 +29,7 @@ final class Options {
       {"rows", "only these rows, e.g. 1,2,4b (default all)"},
       {"warmup", "messages of the untimed warm-up pass through the same rows before the timed ones, per broker (default 5000; 0: none)"},
       {"postgres", "postgresql://user[:password]@host:port/database (default postgresql://postgres@127.0.0.1:5432/test)"},
-      {"kafka", "bootstrap servers of an external Kafka (default: a KRaft broker from Kafka's jars in a child JVM)"},
-      {"kafkaBroker", "fork (default) or jvm: where the built-in broker runs when -Dkafka is not set; jvm adds the broker's CPU to the consumer's"},
+      {"kafka", "bootstrap servers of an external Kafka (default: a KRaft broker from Kafka's jars, kafka-broker.version of the root pom, in a child JVM)"},
       {"rabbit", "AMQP URI (default amqp://guest:guest@127.0.0.1:5672)"},
       {"rabbitQueueType", "classic (default) or quorum"},
       {"rate", "latency mode: messages per second (default 1000)"},
@@ -52,7 +51,6 @@ final class Options {
   final int warmup;
   final String postgres;
   final String kafkaBootstrap;
-  final boolean kafkaInJvm;
   final String rabbitUri;
   final boolean rabbitQuorum;
   final int rate;
@@ -77,7 +75,6 @@ final class Options {
     postgres = System.getProperty("postgres", "postgresql://postgres@127.0.0.1:5432/test");
     String bootstrap = System.getProperty("kafka", "").trim();
     kafkaBootstrap = bootstrap.isEmpty() ? null : bootstrap;
-    kafkaInJvm = oneOf("kafkaBroker", "fork", "fork", "jvm").equals("jvm");
     rabbitUri = System.getProperty("rabbit", "amqp://guest:guest@127.0.0.1:5672");
     rabbitQuorum = oneOf("rabbitQueueType", "classic", "classic", "quorum").equals("quorum");
     rate = positive("rate", 1000);

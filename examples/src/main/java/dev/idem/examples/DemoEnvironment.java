@@ -21,7 +21,7 @@ import java.util.concurrent.Callable;
  *   <tr><td>PostgreSQL</td><td>{@code --postgres=r2dbc:postgresql://user:pw@host:5432/db}</td>
  *       <td>{@value #POSTGRES_ENV}</td><td>embedded PostgreSQL (zonky binaries from Maven Central)</td></tr>
  *   <tr><td>Kafka</td><td>{@code --kafka=host:9092}</td><td>{@value #KAFKA_ENV}</td>
- *       <td>a broker on 127.0.0.1:9092, else an in-process KRaft broker from Kafka's jars</td></tr>
+ *       <td>a broker on 127.0.0.1:9092, else a KRaft broker from Kafka's jars in a child JVM</td></tr>
  *   <tr><td>RabbitMQ</td><td>{@code --rabbit=amqp://guest:guest@host:5672}</td><td>{@value #RABBIT_ENV}</td>
  *       <td>a server on 127.0.0.1:5672; there is no embedded RabbitMQ, so the RabbitMQ example
  *       stops with instructions when none is reachable</td></tr>
@@ -137,7 +137,7 @@ public final class DemoEnvironment {
   }
 
   /**
-   * Kafka bootstrap servers, starting an in-process broker when none is configured or listening.
+   * Kafka bootstrap servers, starting a broker in a child JVM when none is configured or listening.
    *
    * @return the bootstrap servers
    */
@@ -146,7 +146,7 @@ public final class DemoEnvironment {
     if (configured != null) {
       return configured;
     }
-    System.out.println("[env] no Kafka configured (--kafka or " + KAFKA_ENV + "): using 127.0.0.1:9092 or an in-process KRaft broker");
+    System.out.println("[env] no Kafka configured (--kafka or " + KAFKA_ENV + "): using 127.0.0.1:9092 or a KRaft broker in a child JVM");
     return KafkaService.get().bootstrapServers();
   }
 

@@ -41,9 +41,9 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  *   <li>the environment variable {@value #BOOTSTRAP_ENV} (bootstrap servers such as
  *       {@code kafka.example:9092});</li>
  *   <li>a broker already listening on {@value #LOCAL_BOOTSTRAP};</li>
- *   <li>an embedded single-node KRaft broker started in this JVM from the
- *       {@code org.apache.kafka:kafka_2.13} jars on the class path
- *       ({@link EmbeddedKafkaBroker}); it stops when the JVM exits.</li>
+ *   <li>a single-node KRaft broker from Kafka's own jars ({@code kafka-broker.version} of the
+ *       root pom), started in a separate JVM process ({@link EmbeddedKafkaBroker}); it stops
+ *       when this JVM exits. This JVM's kafka-clients can be of any version the broker serves.</li>
  * </ol>
  * When none works, {@link #get()} throws an {@link IllegalStateException} that says how to
  * provide one: tests fail, they never skip.
@@ -97,18 +97,18 @@ public final class KafkaService {
     if (Ports.listening("127.0.0.1", 9092)) {
       return new KafkaService(LOCAL_BOOTSTRAP, null);
     }
+    EmbeddedKafkaBroker broker = EmbeddedKafkaBroker.create();
     try {
-      EmbeddedKafkaBroker broker = new EmbeddedKafkaBroker();
       broker.start();
-      Runtime.getRuntime().addShutdownHook(new Thread(broker::destroy, "idem-embedded-kafka-stop"));
       return new KafkaService(broker.bootstrapServers(), broker);
-    } catch (RuntimeException | LinkageError e) {
-      throw new IllegalStateException("No Kafka broker for the tests, and the embedded KRaft broker did not start ("
-          + e + "). Provide one of: (1) the environment variable " + BOOTSTRAP_ENV
+    } catch (RuntimeException e) {
+      broker.destroy();
+      throw new IllegalStateException("No Kafka broker for the tests, and the KRaft broker process did not start. "
+          + "Provide one of: (1) the environment variable " + BOOTSTRAP_ENV
           + " with bootstrap servers, e.g. localhost:9092; (2) a KRaft broker on 127.0.0.1:9092, e.g. "
-          + "bin/kafka-storage.sh format --standalone -t $(bin/kafka-storage.sh random-uuid) -c config/kraft/server.properties "
-          + "&& bin/kafka-server-start.sh config/kraft/server.properties; (3) org.apache.kafka:kafka_2.13 and its "
-          + "server jars on the test class path for the embedded broker.", e);
+          + "bin/kafka-storage.sh format --standalone -t $(bin/kafka-storage.sh random-uuid) -c config/server.properties "
+          + "&& bin/kafka-server-start.sh config/server.properties; (3) the broker process's class path, built by "
+          + "'mvn -pl test-kafka-broker compile' (the cause below says what went wrong).", e);
     }
   }
 
@@ -137,7 +137,7 @@ public final class KafkaService {
   }
 
   /**
-   * The embedded broker, when this service started one.
+   * The broker process, when this service started one.
    *
    * @return the broker, or {@code null} for an external broker
    */
