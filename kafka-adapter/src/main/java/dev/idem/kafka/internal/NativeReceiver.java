@@ -1,6 +1,7 @@
 package dev.idem.kafka.internal;
 
 import dev.idem.kafka.KafkaSourceOptions;
+import java.time.Duration;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
@@ -29,9 +30,16 @@ final class NativeReceiver implements RecordReceiver {
   private final Map<String, Object> consumerProperties;
   private final Function<Consumer<byte[], byte[]>, AutoCloseable> metrics;
   private final Set<CompletableFuture<Void>> closing = ConcurrentHashMap.newKeySet();
+  private final Duration unassignedWarningAfter;
 
   NativeReceiver(KafkaSourceOptions<?> options, Map<String, Object> consumerProperties,
       Function<Consumer<byte[], byte[]>, AutoCloseable> metrics) {
+    this(options, consumerProperties, metrics, UnassignedWatch.DEFAULT_WARNING_AFTER);
+  }
+
+  NativeReceiver(KafkaSourceOptions<?> options, Map<String, Object> consumerProperties,
+      Function<Consumer<byte[], byte[]>, AutoCloseable> metrics, Duration unassignedWarningAfter) {
+    this.unassignedWarningAfter = unassignedWarningAfter;
     this.options = options;
     this.consumerProperties = Map.copyOf(consumerProperties);
     this.metrics = metrics;
@@ -40,7 +48,8 @@ final class NativeReceiver implements RecordReceiver {
   @Override
   public Flux<Received> receive(CommitHolds holds) {
     return Flux.create(sink -> {
-      PollLoop loop = new PollLoop(options, () -> new KafkaConsumer<>(consumerProperties), metrics, holds, sink);
+      PollLoop loop = new PollLoop(options, () -> new KafkaConsumer<>(consumerProperties), metrics, holds, sink,
+          unassignedWarningAfter);
       CompletableFuture<Void> closed = loop.closed();
       sink.onRequest(loop::request);
       sink.onDispose(() -> {

@@ -73,6 +73,7 @@ final class PollLoop implements Runnable, ConsumerRebalanceListener {
   private final Map<TopicPartition, PartitionOffsets> assigned = new HashMap<>();
   private final Set<TopicPartition> paused = new HashSet<>();
   private final long commitIntervalNanos;
+  private final UnassignedWatch unassigned;
   private volatile boolean stopping;
   private volatile boolean starved;
   private volatile Consumer<byte[], byte[]> consumer;
@@ -85,7 +86,7 @@ final class PollLoop implements Runnable, ConsumerRebalanceListener {
 
   PollLoop(KafkaSourceOptions<?> options, Supplier<Consumer<byte[], byte[]>> consumerFactory,
       Function<Consumer<byte[], byte[]>, AutoCloseable> metrics, CommitHolds holds,
-      FluxSink<RecordReceiver.Received> sink) {
+      FluxSink<RecordReceiver.Received> sink, Duration unassignedWarningAfter) {
     this.options = options;
     this.consumerFactory = consumerFactory;
     this.metrics = metrics;
@@ -93,6 +94,7 @@ final class PollLoop implements Runnable, ConsumerRebalanceListener {
     this.sink = sink;
     this.name = options.groupId();
     this.commitIntervalNanos = options.commitInterval().toNanos();
+    this.unassigned = new UnassignedWatch(options.groupId(), options.topics(), unassignedWarningAfter);
   }
 
   /** Starts the loop's thread. */
@@ -153,6 +155,7 @@ final class PollLoop implements Runnable, ConsumerRebalanceListener {
       c.subscribe(options.topics(), this);
       while (!stopping) {
         applyBackpressure(c);
+        unassigned.check(c, assigned.isEmpty());
         ConsumerRecords<byte[], byte[]> records;
         try {
           records = c.poll(POLL_TIMEOUT);
@@ -199,7 +202,8 @@ final class PollLoop implements Runnable, ConsumerRebalanceListener {
         }
         offsets.handedOut(offset);
         handedOut++;
-        sink.next(new RecordReceiver.Received(record, () -> settle(offsets, offset)));
+        PartitionOffsets owner = offsets;
+        sink.next(new RecordReceiver.Received(record, () -> settle(owner, offset)));
       }
     }
     handedOutSnapshot = handedOut;
