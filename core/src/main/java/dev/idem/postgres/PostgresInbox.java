@@ -277,15 +277,20 @@ public final class PostgresInbox {
 
   /**
    * Creates the table and its index when they do not exist. Safe to call concurrently and
-   * repeatedly.
+   * repeatedly. When the plain layout's table and index exist already, it only looks them up and
+   * runs no DDL: a {@code CREATE INDEX IF NOT EXISTS} takes a SHARE lock on the table before it
+   * finds the index there, so it would wait for every open transaction that writes the table (the
+   * consumers already running) and, while it waits, hold back their next inserts.
    *
    * @return completes when the schema exists
    */
   public Mono<Void> createSchemaIfAbsent() {
     List<String> statements = schemaStatements();
     return Mono.usingWhen(connectionFactory.create(),
-        connection -> Flux.fromIterable(statements)
-            .concatMap(sql -> Flux.from(connection.createStatement(sql).execute()).concatMap(r -> r.getRowsUpdated()))
+        connection -> plainSchemaExists(connection)
+            .flatMap(exists -> exists ? Mono.<Void>empty() : Flux.fromIterable(statements)
+                .concatMap(sql -> Flux.from(connection.createStatement(sql).execute()).concatMap(r -> r.getRowsUpdated()))
+                .then())
             .then(layout == null ? Mono.empty() : checkLayout(connection)),
         Connection::close)
         // Two sessions racing on CREATE ... IF NOT EXISTS can still collide in the catalog.
@@ -344,6 +349,20 @@ public final class PostgresInbox {
     names.appendTail(script);
     String withoutComments = script.toString().lines().filter(line -> !line.trim().startsWith("--")).collect(Collectors.joining("\n"));
     return Arrays.stream(withoutComments.split(";")).map(String::trim).filter(s -> !s.isEmpty()).toList();
+  }
+
+  /** Whether the plain layout's table and its index exist (always {@code false} for the rotating layout, which checks itself). */
+  private Mono<Boolean> plainSchemaExists(Connection connection) {
+    if (layout != null) {
+      return Mono.just(false);
+    }
+    // An index lives in its table's schema: s.t's index is s.t_processed_at_idx.
+    String index = table + "_processed_at_idx";
+    return Flux.from(connection.createStatement("SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL")
+            .bind(0, table).bind(1, index).execute())
+        .concatMap(result -> result.map(row -> Boolean.TRUE.equals(row.get(0, Boolean.class))))
+        .next()
+        .defaultIfEmpty(false);
   }
 
   /** The database's layout row must be the configured one: a changed period or slot count would mix slots. */

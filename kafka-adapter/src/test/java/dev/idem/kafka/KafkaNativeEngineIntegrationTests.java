@@ -13,6 +13,7 @@ import dev.idem.kafka.testing.EmbeddedKafkaBroker;
 import dev.idem.kafka.testing.KafkaService;
 import dev.idem.kafka.testing.LogCapture;
 import dev.idem.kafka.testing.StrictUtf8Deserializer;
+import dev.idem.kafka.testing.TestEngine;
 import dev.idem.postgres.PostgresInbox;
 import dev.idem.testing.PostgresService;
 import io.r2dbc.pool.ConnectionPool;
@@ -63,6 +64,14 @@ import reactor.core.publisher.Sinks;
  */
 class KafkaNativeEngineIntegrationTests {
 
+  /**
+   * The scenario's options on the native engine, whatever engine the rest of the suite runs on:
+   * these tests are about that engine's polling loop (the group protocol still follows the suite).
+   */
+  private static KafkaSourceOptions.Builder<String> nativeOptions(Scenario s) {
+    return s.options().engine(KafkaEngine.NATIVE);
+  }
+
   private static final Duration TIMEOUT = Duration.ofSeconds(120);
 
   // ---------------------------------------------------------------------------------------------
@@ -96,7 +105,7 @@ class KafkaNativeEngineIntegrationTests {
           .handler((payload, tx) -> Mono.delay(Duration.ofMillis(10)).then(Mono.from(s.recordingHandler().handle(payload, tx))))
           .concurrency(PIPELINE_CONCURRENCY).prefetch(PIPELINE_PREFETCH).ordering(Ordering.UNORDERED)
           .build();
-      KafkaSourceOptions<String> options = s.options().prefetch(SOURCE_PREFETCH).build();
+      KafkaSourceOptions<String> options = nativeOptions(s).prefetch(SOURCE_PREFETCH).build();
       GracefulShutdown shutdown = GracefulShutdown.create();
       long heapBefore = heapUsedAfterGc();
       List<String> samples = new ArrayList<>();
@@ -163,7 +172,7 @@ class KafkaNativeEngineIntegrationTests {
           .concurrency(4).ordering(Ordering.UNORDERED)
           .build();
       // A grace period far longer than the records stay held after the revocation begins.
-      KafkaSourceOptions<String> options = s.options().prefetch(firstBatch * 2).revocationGracePeriod(Duration.ofSeconds(60)).build();
+      KafkaSourceOptions<String> options = nativeOptions(s).prefetch(firstBatch * 2).revocationGracePeriod(Duration.ofSeconds(60)).build();
       try (KafkaSource<String> one = KafkaSource.create(options); KafkaSource<String> two = KafkaSource.create(options)) {
         Disposable firstRunning = first.process(one.receive()).subscribe(byFirst::add);
         Disposable secondRunning = null;
@@ -245,7 +254,7 @@ class KafkaNativeEngineIntegrationTests {
       IdempotentConsumer<String> consumer = IdempotentConsumer.<String>named(s.consumer)
           .inbox(s.inbox).handler(s.recordingHandler()).ordering(Ordering.UNORDERED).build();
       // No commit before the close: neither the interval nor a batch triggers one.
-      KafkaSourceOptions<String> options = s.options().commitInterval(Duration.ofHours(1)).commitBatchSize(0).build();
+      KafkaSourceOptions<String> options = nativeOptions(s).commitInterval(Duration.ofHours(1)).commitBatchSize(0).build();
       KafkaSource<String> source = KafkaSource.create(options);
       boolean closed = false;
       try {
@@ -277,7 +286,7 @@ class KafkaNativeEngineIntegrationTests {
     try (Scenario s = new Scenario("closeempty", 2)) {
       IdempotentConsumer<String> consumer = IdempotentConsumer.<String>named(s.consumer)
           .inbox(s.inbox).handler(s.recordingHandler()).build();
-      KafkaSource<String> source = KafkaSource.create(s.options().build());
+      KafkaSource<String> source = KafkaSource.create(nativeOptions(s).build());
       AtomicReference<String> terminal = new AtomicReference<>();
       boolean closed = false;
       try {
@@ -337,7 +346,8 @@ class KafkaNativeEngineIntegrationTests {
               .bind(0, tx.messageId()).bind(1, payload).execute())
           .concurrency(4).ordering(Ordering.UNORDERED)
           .build();
-      KafkaSourceOptions<String> options = KafkaSourceOptions.<String>builder()
+      KafkaSourceOptions<String> options = TestEngine.apply(KafkaSourceOptions.<String>builder())
+          .engine(KafkaEngine.NATIVE)
           .bootstrapServers(broker.bootstrapServers()).groupId(group).topics(topic)
           .valueDeserializer(new StrictUtf8Deserializer())
           .commitInterval(Duration.ofMillis(200))
@@ -394,7 +404,7 @@ class KafkaNativeEngineIntegrationTests {
       IdempotentConsumer<String> consumer = IdempotentConsumer.<String>named(s.consumer)
           .inbox(s.inbox).handler(s.recordingHandler()).concurrency(4).ordering(Ordering.UNORDERED).build();
       // The shared broker creates topics on demand; the consumer must not recreate the deleted one.
-      KafkaSourceOptions<String> options = s.options().consumerProperty("allow.auto.create.topics", false).build();
+      KafkaSourceOptions<String> options = nativeOptions(s).consumerProperty("allow.auto.create.topics", false).build();
       try (KafkaSource<String> source = KafkaSource.create(options)) {
         Disposable running = consumer.process(source.receive())
             .subscribe(settled::add, e -> terminal.set("error " + e), () -> terminal.set("complete"));
@@ -448,7 +458,7 @@ class KafkaNativeEngineIntegrationTests {
       AtomicLong outcomes = new AtomicLong();
       IdempotentConsumer<String> consumer = IdempotentConsumer.<String>named(s.consumer)
           .inbox(s.inbox).handler(s.recordingHandler()).concurrency(4).ordering(Ordering.UNORDERED).build();
-      KafkaSourceOptions<String> options = s.options().consumerProperty("allow.auto.create.topics", false).build();
+      KafkaSourceOptions<String> options = nativeOptions(s).consumerProperty("allow.auto.create.topics", false).build();
       try (KafkaSource<String> source = KafkaSource.create(options)) {
         Disposable running = consumer.process(source.receive()).subscribe(o -> outcomes.incrementAndGet());
         try {
