@@ -147,8 +147,10 @@ public final class IdempotentConsumer<T> {
     FailureKinds kinds = new FailureKinds(settings);
     Settlement settlement = new Settlement(settings);
     EffectRunner<T> effects = new EffectRunner<>(settings);
-    this.messages = new MessagePath<>(settings, validation, new MessageTransaction<>(settings, effects), kinds, settlement);
-    this.batches = new BatchPath<>(settings, validation, new BatchTransaction<>(settings, effects), messages, kinds, settlement);
+    DeadlockRecovery deadlocks = new DeadlockRecovery(settings);
+    this.messages = new MessagePath<>(settings, validation, new MessageTransaction<>(settings, effects), kinds, settlement, deadlocks);
+    this.batches = new BatchPath<>(settings, validation, new BatchTransaction<>(settings, effects), messages, kinds, settlement,
+        deadlocks);
   }
 
   /**
