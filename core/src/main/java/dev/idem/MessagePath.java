@@ -78,14 +78,14 @@ final class MessagePath<T> {
    * {@code afterDeadlock}), the next run alone.
    */
   private Mono<Outcome<T>> attempt(Delivery<T> delivery, RetryDecision attempts, Mono<?> before, boolean afterDeadlock) {
-    List<Delivery<T>> alone = List.of(delivery);
+    List<Delivery<T>> itself = List.of(delivery);
     AtomicBoolean deadlocked = new AtomicBoolean(afterDeadlock);
-    return before.then(Mono.defer(() -> deadlocks.attempt(alone, deadlocked.get(), Mono.defer(() -> {
+    return before.then(Mono.defer(() -> deadlocks.attempt(itself, deadlocked.get(), Mono.defer(() -> {
               int attempt = attempts.next();
               return observations.child(IdemObservations.TRANSACTION, attempt, transaction.attemptOnce(delivery, attempt));
             })))
             .retryWhen(Retry.from(signals -> signals.concatMap(signal -> {
-              if (deadlocks.failed(alone, signal.failure())) {
+              if (deadlocks.failed(itself, signal.failure())) {
                 deadlocked.set(true);
               }
               return attempts.backoffOrGiveUp(signal.failure());
