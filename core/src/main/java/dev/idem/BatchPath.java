@@ -41,9 +41,10 @@ final class BatchPath<T> {
   private final MessagePath<T> messages;
   private final FailureKinds kinds;
   private final Settlement settlement;
+  private final DeadlockRecovery deadlocks;
 
   BatchPath(ConsumerSettings<T> settings, DeliveryValidation validation, BatchTransaction<T> transaction,
-      MessagePath<T> messages, FailureKinds kinds, Settlement settlement) {
+      MessagePath<T> messages, FailureKinds kinds, Settlement settlement, DeadlockRecovery deadlocks) {
     this.settings = settings;
     this.name = settings.name();
     this.metrics = settings.metrics();
@@ -54,6 +55,7 @@ final class BatchPath<T> {
     this.messages = messages;
     this.kinds = kinds;
     this.settlement = settlement;
+    this.deadlocks = deadlocks;
   }
 
   /**
@@ -107,8 +109,15 @@ final class BatchPath<T> {
       // On cancellation the messages that neither settled nor went on to a split's runs are abandoned.
       Set<Delivery<T>> settled = Collections.newSetFromMap(new ConcurrentHashMap<>());
       AtomicBoolean splitting = new AtomicBoolean();
-      return Mono.defer(() -> transaction.attemptBatch(run, attempts.next()))
-          .retryWhen(Retry.from(signals -> signals.concatMap(signal -> attempts.backoffOrSplit(signal.failure()))))
+      // After a deadlock the batch is retried in place, alone (DeadlockRecovery): the order of its keys holds.
+      AtomicBoolean deadlocked = new AtomicBoolean();
+      return Mono.defer(() -> deadlocks.attempt(run, deadlocked.get(), Mono.defer(() -> transaction.attemptBatch(run, attempts.next()))))
+          .retryWhen(Retry.from(signals -> signals.concatMap(signal -> {
+            if (deadlocks.failed(run, signal.failure())) {
+              deadlocked.set(true);
+            }
+            return attempts.backoffOrSplit(signal.failure());
+          })))
           .flatMapMany(fresh -> Flux.fromIterable(run)
               .concatMap(d -> settlement.ack(d, fresh.contains(d) ? Outcome.Status.PROCESSED : Outcome.Status.DUPLICATE, attempts.count())
                   .doOnTerminate(() -> settled.add(d))))

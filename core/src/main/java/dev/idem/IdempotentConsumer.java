@@ -86,6 +86,9 @@ import reactor.core.publisher.Flux;
  *   <li><b>Validation</b> ({@code DeliveryValidation}): bad input is dead-lettered at once.</li>
  *   <li><b>The path</b>: {@code MessagePath} for one message, {@code BatchPath} for a micro-batch;
  *       a batch path hands a message that made its batch fail to the message path, off its lane.</li>
+ *   <li><b>The gate</b> ({@code DeadlockRecovery}): every transaction attempt passes it; one that
+ *       follows a deadlock ({@code 40P01}), or has a message of a key that deadlocked lately, runs
+ *       alone, without the consumer's other transactions, so that deadlocks are not paid again and again.</li>
  *   <li><b>The transaction</b> ({@code MessageTransaction}, {@code BatchTransaction}): BEGIN, the
  *       dedup insert, the handler run by the {@code EffectRunner} for each new message, COMMIT;
  *       the {@code PipelineFailures} markers tell the handler's errors from the transaction's.</li>
@@ -147,8 +150,10 @@ public final class IdempotentConsumer<T> {
     FailureKinds kinds = new FailureKinds(settings);
     Settlement settlement = new Settlement(settings);
     EffectRunner<T> effects = new EffectRunner<>(settings);
-    this.messages = new MessagePath<>(settings, validation, new MessageTransaction<>(settings, effects), kinds, settlement);
-    this.batches = new BatchPath<>(settings, validation, new BatchTransaction<>(settings, effects), messages, kinds, settlement);
+    DeadlockRecovery deadlocks = new DeadlockRecovery(settings);
+    this.messages = new MessagePath<>(settings, validation, new MessageTransaction<>(settings, effects), kinds, settlement, deadlocks);
+    this.batches = new BatchPath<>(settings, validation, new BatchTransaction<>(settings, effects), messages, kinds, settlement,
+        deadlocks);
   }
 
   /**

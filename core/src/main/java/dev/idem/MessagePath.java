@@ -2,6 +2,8 @@ package dev.idem;
 
 import dev.idem.internal.LogText;
 import dev.idem.internal.MessageObservations;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Mono;
@@ -28,9 +30,10 @@ final class MessagePath<T> {
   private final MessageTransaction<T> transaction;
   private final FailureKinds kinds;
   private final Settlement settlement;
+  private final DeadlockRecovery deadlocks;
 
   MessagePath(ConsumerSettings<T> settings, DeliveryValidation validation, MessageTransaction<T> transaction,
-      FailureKinds kinds, Settlement settlement) {
+      FailureKinds kinds, Settlement settlement, DeadlockRecovery deadlocks) {
     this.settings = settings;
     this.name = settings.name();
     this.metrics = settings.metrics();
@@ -39,6 +42,7 @@ final class MessagePath<T> {
     this.transaction = transaction;
     this.kinds = kinds;
     this.settlement = settlement;
+    this.deadlocks = deadlocks;
   }
 
   /** One message, from validation to settlement. */
@@ -49,7 +53,7 @@ final class MessagePath<T> {
       if (rejection != null) {
         return settlement.deadLetter(delivery, rejection);
       }
-      return attempt(delivery, new RetryDecision(settings, kinds, delivery), Mono.empty());
+      return attempt(delivery, new RetryDecision(settings, kinds, delivery), Mono.empty(), false);
     }), outcome -> outcome.status().name());
   }
 
@@ -64,17 +68,28 @@ final class MessagePath<T> {
       if (alone == null) {
         attempts.next();
       }
-      return attempt(delivery, attempts, attempts.backoffOrGiveUp(batchFailure));
+      return attempt(delivery, attempts, attempts.backoffOrGiveUp(batchFailure), DeadlockRecovery.isDeadlock(batchFailure));
     });
   }
 
-  /** Attempts with retries after {@code before}, then the settlement: ack, dead letter, or a fatal error. */
-  private Mono<Outcome<T>> attempt(Delivery<T> delivery, RetryDecision attempts, Mono<?> before) {
-    return before.then(Mono.defer(() -> {
+  /**
+   * Attempts with retries after {@code before}, then the settlement: ack, dead letter, or a fatal
+   * error. Each attempt passes the {@link DeadlockRecovery}: once one deadlocked (or
+   * {@code afterDeadlock}), the next run alone.
+   */
+  private Mono<Outcome<T>> attempt(Delivery<T> delivery, RetryDecision attempts, Mono<?> before, boolean afterDeadlock) {
+    List<Delivery<T>> itself = List.of(delivery);
+    AtomicBoolean deadlocked = new AtomicBoolean(afterDeadlock);
+    return before.then(Mono.defer(() -> deadlocks.attempt(itself, deadlocked.get(), Mono.defer(() -> {
               int attempt = attempts.next();
               return observations.child(IdemObservations.TRANSACTION, attempt, transaction.attemptOnce(delivery, attempt));
-            })
-            .retryWhen(Retry.from(signals -> signals.concatMap(signal -> attempts.backoffOrGiveUp(signal.failure())))))
+            })))
+            .retryWhen(Retry.from(signals -> signals.concatMap(signal -> {
+              if (deadlocks.failed(itself, signal.failure())) {
+                deadlocked.set(true);
+              }
+              return attempts.backoffOrGiveUp(signal.failure());
+            }))))
         .flatMap(inserted -> observations.child(IdemObservations.SETTLE, 0,
             settlement.ack(delivery, inserted ? Outcome.Status.PROCESSED : Outcome.Status.DUPLICATE, attempts.count())))
         .onErrorResume(error -> !FailureKinds.isFatal(error),
