@@ -30,11 +30,27 @@ public final class TestEngine {
    */
   public static <T> KafkaSourceOptions.Builder<T> apply(KafkaSourceOptions.Builder<T> builder) {
     builder.engine(get());
-    String protocol = System.getProperty(GROUP_PROTOCOL_PROPERTY, "").trim();
-    if (!protocol.isEmpty() && !protocol.equalsIgnoreCase("classic")) {
-      builder.consumerProperty("group.protocol", protocol);
+    if (consumerGroupProtocol()) {
+      builder.consumerProperty("group.protocol", "consumer");
     }
     return builder;
+  }
+
+  /**
+   * Whether the tests run on Kafka 4's consumer group protocol.
+   *
+   * @return {@code true} for {@code -Didem.test.kafka.group-protocol=consumer}
+   * @throws IllegalArgumentException naming the accepted values when the property is unknown
+   */
+  public static boolean consumerGroupProtocol() {
+    String protocol = System.getProperty(GROUP_PROTOCOL_PROPERTY, "").trim();
+    if (protocol.isEmpty() || protocol.equalsIgnoreCase("classic")) {
+      return false;
+    }
+    if (protocol.equalsIgnoreCase("consumer")) {
+      return true;
+    }
+    throw new IllegalArgumentException(GROUP_PROTOCOL_PROPERTY + "=" + protocol + " is not a group protocol; use classic or consumer");
   }
 
   /**

@@ -119,6 +119,14 @@ public final class KafkaBrokerMain {
     p.put("share.coordinator.state.topic.replication.factor", "1");
     p.put("share.coordinator.state.topic.min.isr", "1");
     p.put("group.initial.rebalance.delay.ms", "0");
+    // Kafka 4's consumer group protocol (group.protocol=consumer) takes the session timeout and
+    // heartbeat interval from the broker, not the client (default 45 s and 5 s, also the minimums):
+    // tests that kill a consumer need its partitions back as quickly as the classic protocol's
+    // session.timeout.ms of a few seconds gives them.
+    p.put("group.consumer.min.session.timeout.ms", "6000");
+    p.put("group.consumer.session.timeout.ms", "6000");
+    p.put("group.consumer.min.heartbeat.interval.ms", "1000");
+    p.put("group.consumer.heartbeat.interval.ms", "1000");
     p.put("num.network.threads", "2");
     p.put("num.io.threads", "4");
     p.put("log.flush.interval.messages", Long.toString(Long.MAX_VALUE));
