@@ -3,7 +3,6 @@ package dev.idem.kafka.internal;
 import dev.idem.kafka.KafkaEngine;
 import dev.idem.kafka.KafkaSourceOptions;
 import java.util.Map;
-import org.apache.kafka.common.utils.AppInfoParser;
 
 /**
  * Checks, before any reactor-kafka class is loaded, that {@link KafkaEngine#REACTOR_KAFKA} can
@@ -16,7 +15,7 @@ final class ReactorKafkaSupport {
   private ReactorKafkaSupport() {}
 
   static RecordReceiver receiver(KafkaSourceOptions<?> options, Map<String, Object> consumerProperties) {
-    check(AppInfoParser.getVersion(), isPresent());
+    check(ClientsVersion.current(), isPresent());
     return new ReactorKafkaReceiver(options, consumerProperties);
   }
 
