@@ -15,7 +15,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The records of one Kafka consumer whose dead letter failed for good, and so the partitions
- * whose commits they hold: such a record stays unsettled, and Reactor Kafka commits its
+ * whose commits they hold: such a record stays unsettled, and the engine commits its
  * partition only up to it. Says so at ERROR when it happens and, through {@link #report()},
  * periodically for as long as it lasts, naming the partition, offset, message id and how long.
  * A hold ends when the record is settled after all, when its partition is revoked (the record is
