@@ -412,6 +412,9 @@ final class PollLoop implements Runnable, ConsumerRebalanceListener {
     }
   }
 
+  // Consumer.close(Duration) is deprecated from kafka-clients 4.1 on for close(CloseOptions), which
+  // 3.9 does not have; close(Duration) runs on both.
+  @SuppressWarnings("deprecation")
   private void close(Consumer<byte[], byte[]> c, Throwable failure) {
     try {
       if (failure == null || !(failure instanceof InterruptException)) {
