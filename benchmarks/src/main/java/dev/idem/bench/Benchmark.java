@@ -1,8 +1,10 @@
 package dev.idem.bench;
 
+import dev.idem.kafka.KafkaEngine;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import org.apache.kafka.common.utils.AppInfoParser;
 
 /**
  * Idem's end-to-end benchmark against its peers on the real services: Kafka (a KRaft broker of
@@ -21,6 +23,9 @@ import java.util.Locale;
  * {@code -Dhelp=true} lists the options.
  */
 public final class Benchmark {
+
+  /** RabbitMQ's rows run once; the Kafka engine means nothing to them. */
+  private static final List<KafkaEngine> RABBIT_ENGINES = List.of(KafkaEngine.NATIVE);
 
   private Benchmark() {}
 
@@ -76,7 +81,8 @@ public final class Benchmark {
             kafka.createTopic(warmTopic, options.partitions);
             kafka.publish(warmTopic, warm);
             warmUpFailures.addAll(failedRows(new ThroughputRows("kafka", "kafka warm-up", options, db, tables, warm,
-                rowId -> new KafkaFeed(kafka, warmTopic, "bench-warmup-" + suffix + "-" + rowId, options.stall)).run(), "warm-up "));
+                (rowId, engine) -> new KafkaFeed(kafka, warmTopic, "bench-warmup-" + suffix + "-" + rowId, engine, options.stall),
+                options.kafkaEngines).run(), "warm-up "));
             kafka.deleteTopic(warmTopic);
           }
           String topic = "bench_payments_" + suffix;
@@ -85,9 +91,10 @@ public final class Benchmark {
           kafka.publish(topic, workload);
           System.err.printf(Locale.ROOT, "[kafka] published %,d records to %s in %.1f s%n", workload.total(), topic, (System.nanoTime() - start) / 1e9);
           setup.add(String.format(Locale.ROOT, "kafka: %,d messages + %,d producer duplicates on %d partitions keyed by account; a fresh consumer group "
-              + "per row reads from the beginning; %s", workload.distinct(), workload.duplicates(), options.partitions, kafka.where()));
+              + "per row reads from the beginning; kafka-clients %s; %s", workload.distinct(), workload.duplicates(), options.partitions,
+              AppInfoParser.getVersion(), kafka.where()));
           results.addAll(new ThroughputRows("kafka", "kafka", options, db, tables, workload,
-              rowId -> new KafkaFeed(kafka, topic, "bench-" + suffix + "-" + rowId, options.stall)).run());
+              (rowId, engine) -> new KafkaFeed(kafka, topic, "bench-" + suffix + "-" + rowId, engine, options.stall), options.kafkaEngines).run());
           kafka.deleteTopic(topic);
         }
       }
@@ -99,10 +106,11 @@ public final class Benchmark {
           if (options.warmup > 0) {
             Workload warm = Workload.generate(options.warmup, options.duplicates, options.accounts, options.seed + 1);
             warmUpFailures.addAll(failedRows(new ThroughputRows("rabbit", "rabbit warm-up", options, db, tables, warm,
-                rowId -> new RabbitFeed(rabbit, "bench_warmup_" + suffix + "_" + rowId, warm, options.stall)).run(), "warm-up "));
+                (rowId, engine) -> new RabbitFeed(rabbit, "bench_warmup_" + suffix + "_" + rowId, warm, options.stall), RABBIT_ENGINES).run(),
+                "warm-up "));
           }
           results.addAll(new ThroughputRows("rabbit", "rabbit", options, db, tables, workload,
-              rowId -> new RabbitFeed(rabbit, "bench_payments_" + suffix + "_" + rowId, workload, options.stall)).run());
+              (rowId, engine) -> new RabbitFeed(rabbit, "bench_payments_" + suffix + "_" + rowId, workload, options.stall), RABBIT_ENGINES).run());
         }
       }
     } finally {

@@ -1,5 +1,6 @@
 package dev.idem.bench;
 
+import dev.idem.kafka.KafkaEngine;
 import dev.idem.kafka.KafkaSource;
 import dev.idem.kafka.KafkaSourceOptions;
 import java.nio.charset.StandardCharsets;
@@ -28,12 +29,14 @@ final class KafkaFeed implements Feed {
   private final KafkaEnv kafka;
   private final String topic;
   private final String group;
+  private final KafkaEngine engine;
   private final Duration stall;
 
-  KafkaFeed(KafkaEnv kafka, String topic, String group, Duration stall) {
+  KafkaFeed(KafkaEnv kafka, String topic, String group, KafkaEngine engine, Duration stall) {
     this.kafka = kafka;
     this.topic = topic;
     this.group = group;
+    this.engine = engine;
     this.stall = stall;
   }
 
@@ -162,6 +165,7 @@ final class KafkaFeed implements Feed {
         .topics(topic)
         .valueDeserializer(new Payment.KafkaDeserializer())
         .prefetch(prefetch)
+        .engine(engine)
         // lanes finish out of partition order: let settled records wait behind a slower one without pausing
         .maxDeferredCommits(Math.max(KafkaSourceOptions.DEFAULT_MAX_DEFERRED_COMMITS, 4 * prefetch))
         .build());

@@ -3,6 +3,7 @@ package dev.idem.bench;
 import com.rabbitmq.client.Channel;
 import dev.idem.IdempotentConsumer;
 import dev.idem.Ordering;
+import dev.idem.kafka.KafkaEngine;
 import dev.idem.postgres.PostgresConnections;
 import dev.idem.postgres.PostgresInbox;
 import io.r2dbc.pool.ConnectionPool;
@@ -57,7 +58,7 @@ final class LatencyMode {
               String topic = "bench_latency_" + suffix + "_" + name;
               String group = "bench-latency-" + suffix + "-" + name;
               kafka.createTopic(topic, options.partitions);
-              try (KafkaFeed feed = new KafkaFeed(kafka, topic, group, options.stall);
+              try (KafkaFeed feed = new KafkaFeed(kafka, topic, group, KafkaEngine.NATIVE, options.stall);
                   KafkaProducer<byte[], byte[]> producer = kafka.producer(0)) {
                 AtomicReference<Exception> sendFailure = new AtomicReference<>();
                 into.add(measure(pass == 0 ? "kafka warm-up" : "kafka", setting, options, db, tables, workload, feed,

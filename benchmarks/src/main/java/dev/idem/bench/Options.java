@@ -1,5 +1,6 @@
 package dev.idem.bench;
 
+import dev.idem.kafka.KafkaEngine;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -7,6 +8,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Set;
 import java.util.stream.Collectors;
+import org.apache.kafka.common.utils.AppInfoParser;
 
 /**
  * The benchmark's settings, from system properties ({@code -Dname=value} on the Maven command
@@ -26,7 +28,9 @@ final class Options {
       {"duplicates", "producer duplicates as a fraction of the messages (default 0.05)"},
       {"accounts", "accounts (default 1000)"},
       {"partitions", "Kafka partitions (default 4)"},
-      {"rows", "only these rows, e.g. 1,2,4b (default all)"},
+      {"rows", "only these rows, e.g. 1,2,4b (default all; with -DkafkaEngine=both, 4b runs 4b and 4b-rk, 4b-rk runs only that)"},
+      {"kafkaEngine", "the Kafka adapter's engine in rows 1b and 4a-5d: native (default), reactor-kafka or both (each of those rows once per engine, "
+          + "the Reactor Kafka ones as 1b-rk, 4b-rk, ..., and a column native over Reactor Kafka); reactor-kafka and both need -Dkafka.version=3.9.1"},
       {"warmup", "messages of the untimed warm-up pass through the same rows before the timed ones, per broker (default 5000; 0: none)"},
       {"postgres", "postgresql://user[:password]@host:port/database (default postgresql://postgres@127.0.0.1:5432/test)"},
       {"kafka", "bootstrap servers of an external Kafka (default: a KRaft broker from Kafka's jars, kafka-broker.version of the root pom, in a child JVM)"},
@@ -48,6 +52,7 @@ final class Options {
   final int accounts;
   final int partitions;
   final Set<String> rows;
+  final List<KafkaEngine> kafkaEngines;
   final int warmup;
   final String postgres;
   final String kafkaBootstrap;
@@ -71,6 +76,15 @@ final class Options {
     String only = System.getProperty("rows", "").trim();
     rows = only.isEmpty() ? Set.of()
         : Arrays.stream(only.split(",")).map(String::trim).map(s -> s.toLowerCase(Locale.ROOT)).collect(Collectors.toUnmodifiableSet());
+    kafkaEngines = switch (oneOf("kafkaEngine", "native", "native", "reactor-kafka", "both")) {
+      case "native" -> List.of(KafkaEngine.NATIVE);
+      case "reactor-kafka" -> List.of(KafkaEngine.REACTOR_KAFKA);
+      default -> List.of(KafkaEngine.NATIVE, KafkaEngine.REACTOR_KAFKA);
+    };
+    if (kafka && kafkaEngines.contains(KafkaEngine.REACTOR_KAFKA) && !AppInfoParser.getVersion().startsWith("3.")) {
+      throw new IllegalArgumentException("-DkafkaEngine=" + System.getProperty("kafkaEngine") + " runs Reactor Kafka, which needs kafka-clients 3.x, but "
+          + AppInfoParser.getVersion() + " is on the class path: add -Dkafka.version=3.9.1 to the command line");
+    }
     warmup = System.getProperty("warmup", "").trim().equals("0") ? 0 : positive("warmup", 5000);
     postgres = System.getProperty("postgres", "postgresql://postgres@127.0.0.1:5432/test");
     String bootstrap = System.getProperty("kafka", "").trim();
@@ -100,10 +114,18 @@ final class Options {
     return rows.isEmpty() || rows.contains(rowId.toLowerCase(Locale.ROOT));
   }
 
+  /** Whether a row through the adapter runs on this engine: its own id or that of its native row was asked for. */
+  boolean runs(String rowId, KafkaEngine engine) {
+    return runs(rowId) || runs(rowId + ThroughputRows.suffix(engine));
+  }
+
   /** The command line that reproduces this run: {@link #COMMAND} with every property that was set. */
   String commandLine() {
     List<String> parts = new ArrayList<>();
     parts.add(COMMAND);
+    if (System.getProperty("kafka.version") != null) {
+      parts.add("-Dkafka.version=" + System.getProperty("kafka.version"));
+    }
     for (String[] property : PROPERTIES) {
       String value = System.getProperty(property[0]);
       if (value != null) {

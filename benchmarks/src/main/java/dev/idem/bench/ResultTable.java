@@ -3,25 +3,33 @@ package dev.idem.bench;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.Set;
 
 /**
  * The one table of a throughput run, as a Markdown table with aligned columns: each row's rate,
  * each Idem row's rate as a multiple of its broker's peers (the broker alone, the JDBC loop with a
  * transaction per message, the JDBC loop with a transaction per poll), the consumer's CPU per
- * 1,000 messages, and the check.
+ * 1,000 messages, and the check. When rows ran on both Kafka engines, a column gives each native
+ * row's rate over its Reactor Kafka twin ({@code 4b} over {@code 4b-rk}).
  */
 final class ResultTable {
 
-  private static final String[] HEADER = {"broker", "row", "msg/s", "x broker", "x JDBC tx/msg", "x JDBC tx/poll", "CPU s/1k msg", "check"};
-  private static final boolean[] RIGHT = {false, false, true, true, true, true, true, false};
+  private static final String[] HEADER = {"broker", "row", "msg/s", "x broker", "x JDBC tx/msg", "x JDBC tx/poll", "x Reactor Kafka", "CPU s/1k msg",
+      "check"};
+  private static final Set<String> LEFT_ALIGNED = Set.of("broker", "row", "check");
+  /** The column of native over Reactor Kafka, left out when no row ran on Reactor Kafka. */
+  private static final int ENGINE_COLUMN = 6;
 
   private ResultTable() {}
 
   static String format(List<RowResult> rows) {
+    boolean engines = rows.stream().anyMatch(r -> r.id().endsWith(ThroughputRows.REACTOR_KAFKA_SUFFIX));
     List<String[]> cells = new ArrayList<>();
     cells.add(HEADER);
     for (RowResult row : rows) {
       boolean ratios = row.kind() == RowResult.Kind.IDEM;
+      RowResult reactorKafka = rows.stream()
+          .filter(r -> r.broker().equals(row.broker()) && r.id().equals(row.id() + ThroughputRows.REACTOR_KAFKA_SUFFIX)).findFirst().orElse(null);
       cells.add(new String[] {
           row.broker(),
           row.id() + " " + row.name(),
@@ -29,11 +37,16 @@ final class ResultTable {
           ratios || row.kind() == RowResult.Kind.ADAPTER ? ratio(row, peer(rows, row.broker(), RowResult.Kind.BROKER)) : "",
           ratios ? ratio(row, peer(rows, row.broker(), RowResult.Kind.JDBC_MESSAGE)) : "",
           ratios ? ratio(row, peer(rows, row.broker(), RowResult.Kind.JDBC_POLL)) : "",
+          reactorKafka != null ? ratio(row, reactorKafka) : "",
           row.ok() ? String.format(Locale.ROOT, "%.3f", row.cpuSecondsPerThousand()) : "-",
           row.ok() ? "ok" : "FAILED: " + String.join("; ", row.failures())
       });
     }
-    int[] widths = new int[HEADER.length];
+    if (!engines) {
+      cells.replaceAll(line -> without(line, ENGINE_COLUMN));
+    }
+    String[] header = cells.get(0);
+    int[] widths = new int[header.length];
     for (String[] line : cells) {
       for (int c = 0; c < line.length; c++) {
         widths[c] = Math.max(widths[c], line[c].length());
@@ -41,11 +54,11 @@ final class ResultTable {
     }
     StringBuilder out = new StringBuilder();
     for (int l = 0; l < cells.size(); l++) {
-      appendLine(out, cells.get(l), widths);
+      appendLine(out, cells.get(l), widths, header);
       if (l == 0) {
         out.append('|');
         for (int c = 0; c < widths.length; c++) {
-          out.append(RIGHT[c] ? " " + "-".repeat(widths[c] - 1) + ": |" : " " + "-".repeat(widths[c]) + " |");
+          out.append(!LEFT_ALIGNED.contains(header[c]) ? " " + "-".repeat(widths[c] - 1) + ": |" : " " + "-".repeat(widths[c]) + " |");
         }
         out.append('\n');
       }
@@ -53,13 +66,20 @@ final class ResultTable {
     return out.toString();
   }
 
-  private static void appendLine(StringBuilder out, String[] line, int[] widths) {
+  private static void appendLine(StringBuilder out, String[] line, int[] widths, String[] header) {
     out.append('|');
     for (int c = 0; c < line.length; c++) {
       String pad = " ".repeat(widths[c] - line[c].length());
-      out.append(' ').append(RIGHT[c] ? pad + line[c] : line[c] + pad).append(" |");
+      out.append(' ').append(!LEFT_ALIGNED.contains(header[c]) ? pad + line[c] : line[c] + pad).append(" |");
     }
     out.append('\n');
+  }
+
+  private static String[] without(String[] line, int column) {
+    String[] out = new String[line.length - 1];
+    System.arraycopy(line, 0, out, 0, column);
+    System.arraycopy(line, column + 1, out, column, out.length - column);
+    return out;
   }
 
   private static RowResult peer(List<RowResult> rows, String broker, RowResult.Kind kind) {

@@ -1,6 +1,7 @@
 package dev.idem.bench;
 
 import dev.idem.IdempotentConsumer;
+import dev.idem.kafka.KafkaEngine;
 import dev.idem.postgres.PostgresConnections;
 import dev.idem.postgres.PostgresInbox;
 import io.r2dbc.pool.ConnectionPool;
@@ -17,10 +18,17 @@ import reactor.core.Disposable;
  */
 final class ThroughputRows {
 
-  /** How a row gets its feed: a consumer group on the shared topic, or a filled queue. */
+  /** How a row gets its feed: a consumer group on the shared topic, or a filled queue (which ignores the Kafka engine). */
   @FunctionalInterface
   interface FeedFactory {
-    Feed open(String rowId) throws Exception;
+    Feed open(String rowId, KafkaEngine engine) throws Exception;
+  }
+
+  /** The id suffix of a row through the adapter on {@link KafkaEngine#REACTOR_KAFKA}, e.g. {@code 4b-rk}. */
+  static final String REACTOR_KAFKA_SUFFIX = "-rk";
+
+  static String suffix(KafkaEngine engine) {
+    return engine == KafkaEngine.REACTOR_KAFKA ? REACTOR_KAFKA_SUFFIX : "";
   }
 
   private final String broker;
@@ -30,8 +38,11 @@ final class ThroughputRows {
   private final Database.Tables tables;
   private final Workload workload;
   private final FeedFactory feeds;
+  private final List<KafkaEngine> engines;
 
-  ThroughputRows(String broker, String label, Options options, Database db, Database.Tables tables, Workload workload, FeedFactory feeds) {
+  /** {@code engines}: the rows through the adapter (1b, 4a-5d) run once per engine; RabbitMQ passes one, which it ignores. */
+  ThroughputRows(String broker, String label, Options options, Database db, Database.Tables tables, Workload workload, FeedFactory feeds,
+      List<KafkaEngine> engines) {
     this.broker = broker;
     this.label = label;
     this.options = options;
@@ -39,16 +50,22 @@ final class ThroughputRows {
     this.tables = tables;
     this.workload = workload;
     this.feeds = feeds;
+    this.engines = engines;
   }
 
   List<RowResult> run() {
     List<RowResult> results = new ArrayList<>();
-    row(results, "1", "broker only: consume + commit/ack, no database", RowResult.Kind.BROKER, this::brokerOnly);
-    row(results, "1b", "Idem adapter only: receive + ack, no database", RowResult.Kind.ADAPTER, this::adapterOnly);
-    row(results, "2", "JDBC loop, 1 transaction per message", RowResult.Kind.JDBC_MESSAGE, feed -> jdbc(feed, false));
-    row(results, "3", "JDBC loop, 1 transaction per poll (JDBC batch)", RowResult.Kind.JDBC_POLL, feed -> jdbc(feed, true));
+    KafkaEngine none = KafkaEngine.NATIVE;
+    row(results, "1", "broker only: consume + commit/ack, no database", RowResult.Kind.BROKER, none, this::brokerOnly);
+    for (KafkaEngine engine : engines) {
+      row(results, "1b", "Idem adapter only: receive + ack, no database", RowResult.Kind.ADAPTER, engine, this::adapterOnly);
+    }
+    row(results, "2", "JDBC loop, 1 transaction per message", RowResult.Kind.JDBC_MESSAGE, none, feed -> jdbc(feed, false));
+    row(results, "3", "JDBC loop, 1 transaction per poll (JDBC batch)", RowResult.Kind.JDBC_POLL, none, feed -> jdbc(feed, true));
     for (IdemSetting setting : IdemSetting.throughputRows()) {
-      row(results, setting.id(), setting.label(), RowResult.Kind.IDEM, feed -> idem(feed, setting));
+      for (KafkaEngine engine : engines) {
+        row(results, setting.id(), setting.label(), RowResult.Kind.IDEM, engine, feed -> idem(feed, setting));
+      }
     }
     return results;
   }
@@ -61,13 +78,15 @@ final class ThroughputRows {
     Measured run(Feed feed) throws Exception;
   }
 
-  private void row(List<RowResult> results, String id, String name, RowResult.Kind kind, RowBody body) {
-    if (!options.runs(id)) {
+  private void row(List<RowResult> results, String baseId, String baseName, RowResult.Kind kind, KafkaEngine engine, RowBody body) {
+    if (!options.runs(baseId, engine)) {
       return;
     }
+    String id = baseId + suffix(engine);
+    String name = baseName + (engine == KafkaEngine.REACTOR_KAFKA ? " (Reactor Kafka)" : "");
     System.err.printf(Locale.ROOT, "[%s] row %s %s ...%n", label, id, name);
     RowResult result;
-    try (Feed feed = feeds.open(id)) {
+    try (Feed feed = feeds.open(id, engine)) {
       ThreadCpu profile = ThreadCpu.startIfEnabled();
       Measured measured = body.run(feed);
       if (profile != null) {

@@ -88,6 +88,23 @@ class CheckerTests {
     assertThat(table.lines().map(String::length).distinct().count()).as("aligned columns").isEqualTo(1);
   }
 
+  @Test
+  void rowsOnBothKafkaEnginesGetTheNativeOverReactorKafkaColumn() {
+    List<RowResult> rows = List.of(
+        new RowResult("kafka", "1", "broker only", RowResult.Kind.BROKER, 10_000, 100_000_000L, 50_000_000L, List.of()),
+        new RowResult("kafka", "1b", "adapter only", RowResult.Kind.ADAPTER, 9_000, 100_000_000L, 50_000_000L, List.of()),
+        new RowResult("kafka", "1b-rk", "adapter only (Reactor Kafka)", RowResult.Kind.ADAPTER, 6_000, 100_000_000L, 50_000_000L, List.of()),
+        new RowResult("kafka", "4b", "Idem", RowResult.Kind.IDEM, 2_000, 1_000_000_000L, 1_000_000_000L, List.of()),
+        RowResult.failed("kafka", "4b-rk", "Idem (Reactor Kafka)", RowResult.Kind.IDEM, "stalled"));
+    String table = ResultTable.format(rows);
+    assertThat(table.lines().findFirst().orElseThrow()).contains("| x Reactor Kafka |");
+    assertThat(table).contains("| 1b adapter only ").contains("|     0.90 |               |                |            1.50 |");
+    assertThat(table).contains("| 1b-rk adapter only (Reactor Kafka) ").contains("|     0.60 |               |                |                 |");
+    assertThat(table).contains("| 4b Idem ").contains("|               - |");
+    assertThat(table.lines().map(String::length).distinct().count()).as("aligned columns").isEqualTo(1);
+    assertThat(ResultTable.format(rows.subList(0, 2))).doesNotContain("Reactor Kafka");
+  }
+
   private Checker.Observation correct() {
     Map<Integer, Long> balances = new HashMap<>();
     for (int account = 1; account <= 10; account++) {

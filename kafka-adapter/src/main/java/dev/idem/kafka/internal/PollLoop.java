@@ -120,7 +120,9 @@ final class PollLoop implements Runnable, ConsumerRebalanceListener {
    */
   void request(long n) {
     long now = requested.accumulateAndGet(n, (a, b) -> a + b < 0 ? Long.MAX_VALUE : a + b);
-    if (starved && now - handedOutSnapshot < options.prefetch()) {
+    // Wake the paused poll only once the records handed out ahead of demand fall below the prefetch
+    // (the loop's own test for "full"), not on every request while they are still above it.
+    if (starved && handedOutSnapshot - now < options.prefetch()) {
       wakeup();
     }
   }
