@@ -233,6 +233,10 @@ final class PollLoop implements Runnable, ConsumerRebalanceListener {
   }
 
   private void applyBackpressure(Consumer<byte[], byte[]> c) {
+    // Announce "starved" before reading the demand: a request that this read misses then sees the
+    // flag and wakes the poll (both are volatile), instead of leaving the partitions paused for a
+    // whole poll timeout.
+    starved = true;
     long ahead = handedOut - requested.get();
     boolean full = ahead >= options.prefetch();
     List<TopicPartition> pause = new ArrayList<>();
