@@ -97,6 +97,7 @@ public final class RefundNotificationsExample {
    * @param notifications where the relay sends notifications (queue or topic)
    * @return the handler
    */
+  // tag::refund-handler[] (quoted in docs/outbox.md)
   public static Handler<String> refundHandler(PostgresOutbox outbox, String notifications) {
     return (amount, tx) -> tx.sql("INSERT INTO " + REFUNDS + " (refund_id, amount) VALUES ($1, $2)")
         .bind(0, tx.messageId()).bind(1, Long.parseLong(amount.trim()))
@@ -107,6 +108,7 @@ public final class RefundNotificationsExample {
             .header("refund-id", tx.messageId())
             .build()));
   }
+  // end::refund-handler[]
 
   /**
    * The downstream notification sender's handler: records the notification it sends, keyed by
@@ -155,6 +157,7 @@ public final class RefundNotificationsExample {
       PostgresOutbox outbox = PostgresOutbox.create(pool, OUTBOX);
       outbox.createSchemaIfAbsent().block();
 
+      // tag::refund-wiring[] (quoted in docs/outbox.md)
       IdempotentConsumer<String> refundsConsumer = IdempotentConsumer.<String>named("refunds")
           .inbox(inbox)
           .handler(refundHandler(outbox, broker.notificationsDestination()))
@@ -171,10 +174,12 @@ public final class RefundNotificationsExample {
           .inbox(inbox, Duration.ofDays(14))
           .outbox(outbox, Duration.ofDays(2))
           .build();
+      // end::refund-wiring[]
 
       AtomicLong duplicates = new AtomicLong();
       AtomicLong delivered = new AtomicLong();
       AtomicLong applied = new AtomicLong();
+      // tag::refund-run[] (quoted in docs/outbox.md)
       running.add(broker.refunds()
           .transform(refundsConsumer::process)
           .transform(retention::alongside)
@@ -188,6 +193,7 @@ public final class RefundNotificationsExample {
       running.add(broker.notifications()
           .transform(notificationSender::process)
           .subscribe(outcome -> applied.incrementAndGet()));
+      // end::refund-run[]
 
       // Refund ids are unique per run: the inbox remembers ids of earlier runs, as it should.
       List<RefundBroker.RefundEvent> events = new ArrayList<>();

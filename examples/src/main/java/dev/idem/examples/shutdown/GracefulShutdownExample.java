@@ -81,7 +81,7 @@ public final class GracefulShutdownExample {
    * @return the consumer
    */
   public static IdempotentConsumer<String> payments(PostgresInbox inbox, ObservationRegistry observations) {
-    // README: metadata and tracing
+    // tag::metadata-and-tracing[] (quoted in docs/operating.md)
     return IdempotentConsumer.<String>named("payments")
         .inbox(inbox)
         .handler((payload, tx) -> {
@@ -96,7 +96,7 @@ public final class GracefulShutdownExample {
         })
         .observationRegistry(observations) // one idem.message observation per message, continuing the producer's trace
         .build();
-    // README end
+    // end::metadata-and-tracing[]
   }
 
   /**
@@ -109,7 +109,7 @@ public final class GracefulShutdownExample {
    */
   static ShutdownReport runThenStop(IdempotentConsumer<String> payments, RabbitSourceOptions options, long atLeast) {
     AtomicLong outcomes = new AtomicLong();
-    // README: graceful shutdown
+    // tag::graceful-shutdown[] (quoted in docs/operating.md)
     GracefulShutdown shutdown = GracefulShutdown.create();
     RabbitSource<String> source = RabbitSource.create(options, PayloadDecoder.utf8());
     Disposable running = payments.process(source.receive(), shutdown).subscribe(outcome -> outcomes.incrementAndGet());
@@ -117,7 +117,7 @@ public final class GracefulShutdownExample {
     waitFor(() -> outcomes.get() >= atLeast);
     ShutdownReport report = shutdown.stop(Duration.ofSeconds(20)).block(); // no new message starts; in-flight ones commit and ack
     source.close(); // after the stop: the acks went out on the still-open channel
-    // README end
+    // end::graceful-shutdown[]
     running.dispose();
     return report;
   }

@@ -39,6 +39,16 @@ class BuildVersionsTests {
   }
 
   @Test
+  void theIdemVersionPropertyIsTheRootPomsVersion() throws Exception {
+    String root = Files.readString(Path.of("../../pom.xml"));
+    Matcher rootVersion = Pattern.compile("<artifactId>idem-parent</artifactId>\\s*<version>([^<]+)</version>").matcher(root);
+    assertThat(rootVersion.find()).as("the root pom's version").isTrue();
+    Matcher own = Pattern.compile("<idem.version>([^<]+)</idem.version>").matcher(Files.readString(Path.of("pom.xml")));
+    assertThat(own.find()).as("this pom's idem.version property").isTrue();
+    assertThat(own.group(1)).isEqualTo(rootVersion.group(1));
+  }
+
+  @Test
   void theBrokerClientsAreTheOnesSpringBootManages() {
     assertThat(AppInfoParser.getVersion()).startsWith("4.1.");
     assertThat(ClientVersion.VERSION).isEqualTo("5.27.1");

@@ -9,16 +9,17 @@ import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
 
 /**
- * The README's consumer-as-a-bean snippet, kept here so that it compiles with the build
- * ({@code ReadmeQuotesTests} in the examples module finds every README snippet in a source file).
- * No test imports this configuration.
+ * The consumer-as-a-bean snippet of docs/spring-boot.md, kept here so that it compiles with the
+ * build (the docs-check module checks that the page's block equals the tagged region). No test
+ * imports this configuration.
  */
 @Configuration(proxyBeanMethods = false)
-class ReadmeBeanConsumer {
+class DocsBeanConsumer {
 
   /** The handler type the snippet names. */
   interface AuditHandler extends Handler<String> {}
 
+  // tag::bean-consumer[]
   @Bean
   IdemConsumerDefinition<String> audit(AuditHandler handler) {
     return IdemConsumerDefinition.<String>named("audit")
@@ -30,4 +31,5 @@ class ReadmeBeanConsumer {
         .configure(builder -> builder.concurrency(4).ordering(Ordering.UNORDERED))
         .build();
   }
+  // end::bean-consumer[]
 }

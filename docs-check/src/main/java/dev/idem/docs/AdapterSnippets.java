@@ -1,4 +1,4 @@
-package dev.idem.examples;
+package dev.idem.docs;
 
 import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.ConnectionFactory;
@@ -16,54 +16,42 @@ import dev.idem.rabbit.RabbitSourceOptions;
 import dev.idem.rabbit.RabbitTopology;
 import dev.idem.retention.Retention;
 import io.micrometer.core.instrument.MeterRegistry;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
-import org.apache.kafka.common.serialization.Deserializer;
 
 /**
- * The README's short snippets that belong to no example, kept here so that they compile with the
- * build ({@link ReadmeQuotesTests} checks that every README snippet is found in a source file).
- * Nothing here runs.
+ * Snippets of docs/kafka.md, docs/rabbitmq.md, docs/retention.md and docs/operating.md that belong
+ * to no example, kept here so that they compile with the build. Nothing here runs.
  */
 @SuppressWarnings("unused")
-final class ReadmeSnippets {
+final class AdapterSnippets {
 
-  private ReadmeSnippets() {}
-
-  /** A payment as the Kafka snippet decodes it. */
-  record Payment(String text) {}
-
-  /** The Kafka snippet's deserializer. */
-  static final class PaymentDeserializer implements Deserializer<Payment> {
-    @Override
-    public Payment deserialize(String topic, byte[] data) {
-      return new Payment(new String(data, StandardCharsets.UTF_8));
-    }
-  }
+  private AdapterSnippets() {}
 
   static void retention(PostgresInbox inbox, PostgresOutbox outbox, String bootstrapServers,
       KafkaSource<Payment> source, IdempotentConsumer<Payment> payments) {
-    // README: Retention
+    // tag::retention[]
     Retention retention = Retention.builder()
         .inbox(inbox, Duration.ofDays(14))
         .outbox(outbox, Duration.ofDays(2))                                   // sent rows only
         .checkedAgainst(KafkaRedeliveryHorizon.of(bootstrapServers, "payments"))
         .build();
     source.receive().transform(payments::process).transform(retention::alongside).subscribe();
+    // end::retention[]
   }
 
   static KafkaSource<Payment> kafka(MeterRegistry registry) {
-    // README: Adapters / Kafka
+    // tag::kafka-source[]
     KafkaSource<Payment> source = KafkaSource.create(KafkaSourceOptions.<Payment>builder()
         .bootstrapServers("localhost:9092").groupId("payments").topics("payments")
-        .valueDeserializer(new PaymentDeserializer())
+        .valueDeserializer(new Payment.KafkaDeserializer())
         .meterRegistry(registry)                      // optional: Kafka client metrics, lag included
         .build());
+    // end::kafka-source[]
     return source;
   }
 
   static RabbitSource<String> rabbit() throws Exception {
-    // README: Adapters / RabbitMQ
+    // tag::rabbit-source[]
     ConnectionFactory factory = new ConnectionFactory();   // com.rabbitmq.client, for declaring the topology
     factory.setUri("amqp://guest:guest@localhost:5672");
     try (Connection connection = factory.newConnection("refunds-setup")) {
@@ -72,12 +60,14 @@ final class ReadmeSnippets {
     RabbitSource<String> source = RabbitSource.create(
         RabbitSourceOptions.builder("refunds").uri("amqp://guest:guest@localhost:5672").prefetch(32).build(),
         PayloadDecoder.utf8());
+    // end::rabbit-source[]
     return source;
   }
 
   static void replay() {
-    // README: Dead letters and replay
+    // tag::replay[]
     long n = KafkaDeadLetterReplayer.create("localhost:9092").replay("payments.DLT", r -> "RETRIES_EXHAUSTED".equals(r.reason()));
     long m = RabbitDeadLetterReplayer.create("amqp://guest:guest@localhost:5672").replay("refunds.dlq", d -> true).block();
+    // end::replay[]
   }
 }

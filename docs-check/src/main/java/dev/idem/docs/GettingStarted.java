@@ -1,0 +1,87 @@
+package dev.idem.docs;
+
+import dev.idem.Handler;
+import dev.idem.IdempotentConsumer;
+import dev.idem.NonRetryableException;
+import dev.idem.kafka.KafkaSource;
+import dev.idem.kafka.KafkaSourceOptions;
+import dev.idem.postgres.PostgresConnections;
+import dev.idem.postgres.PostgresInbox;
+import dev.idem.rabbit.RabbitSource;
+import dev.idem.rabbit.RabbitSourceOptions;
+import io.r2dbc.pool.ConnectionPool;
+import java.nio.charset.StandardCharsets;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+
+/**
+ * The consumer of README.md and docs/getting-started.md: payments from Kafka credited to accounts
+ * in PostgreSQL, each exactly once. {@code PaymentHandlerIntegrationTests} runs its handler
+ * against a real PostgreSQL.
+ */
+public final class GettingStarted {
+
+  private GettingStarted() {}
+
+  /**
+   * The effect: credit the account. An unknown account can never succeed, so that payment is
+   * dead-lettered at once instead of retried.
+   *
+   * @return the handler
+   */
+  // tag::handler[]
+  public static Handler<Payment> creditAccount() {
+    return (payment, tx) -> tx.sql("UPDATE accounts SET balance = balance + $1 WHERE id = $2")
+        .bind(0, payment.amountCents()).bind(1, payment.accountId())
+        .execute()
+        .flatMap(updated -> updated == 1
+            ? Mono.just(updated)
+            : Mono.error(new NonRetryableException("unknown account " + payment.accountId())));
+  }
+  // end::handler[]
+
+  /**
+   * Runs the consumer until the process ends.
+   *
+   * @param args none
+   */
+  public static void main(String[] args) {
+    // tag::wiring[]
+    ConnectionPool pool = PostgresConnections.pool("r2dbc:postgresql://postgres@127.0.0.1:5432/test", 8);
+    PostgresInbox inbox = PostgresInbox.create(pool);        // the processed_messages table
+    inbox.createSchemaIfAbsent().block();                    // or run the shipped migration
+
+    IdempotentConsumer<Payment> payments = IdempotentConsumer.<Payment>named("payments")
+        .inbox(inbox)
+        .handler(creditAccount())
+        .build();                                            // defaults: BY_KEY, 8 in flight
+
+    KafkaSource<Payment> source = KafkaSource.create(KafkaSourceOptions.<Payment>builder()
+        .bootstrapServers("127.0.0.1:9092")
+        .groupId("payments")
+        .topics("payments")
+        .valueDeserializer(new Payment.KafkaDeserializer())
+        .build());
+
+    source.receive()
+        .transform(payments::process)
+        .doOnNext(outcome -> System.out.println(outcome.status() + " " + outcome.messageId()))
+        .blockLast();                                        // or subscribe() inside your application
+    // end::wiring[]
+  }
+
+  /**
+   * The same consumer fed by RabbitMQ: only the source changes.
+   *
+   * @param payments the consumer
+   * @return the outcomes
+   */
+  static Flux<?> fromRabbit(IdempotentConsumer<Payment> payments) {
+    // tag::rabbit-swap[]
+    RabbitSource<Payment> source = RabbitSource.create(
+        RabbitSourceOptions.builder("payments").uri("amqp://guest:guest@127.0.0.1:5672").build(),
+        (body, properties) -> Payment.parse(new String(body, StandardCharsets.UTF_8)));
+    return source.receive().transform(payments::process);
+    // end::rabbit-swap[]
+  }
+}
