@@ -54,7 +54,7 @@ public final class GettingStarted {
     IdempotentConsumer<Payment> payments = IdempotentConsumer.<Payment>named("payments")
         .inbox(inbox)
         .handler(creditAccount())
-        .build();                                            // defaults: BY_KEY, 8 in flight
+        .build();                                            // defaults: ordered by key, 5 attempts
 
     KafkaSource<Payment> source = KafkaSource.create(KafkaSourceOptions.<Payment>builder()
         .bootstrapServers("127.0.0.1:9092")

@@ -14,7 +14,6 @@ import reactor.core.publisher.Mono;
  * dedup row or not at all. An unknown customer can never succeed: the order is dead-lettered at
  * once (Kafka: the dead-letter topic; RabbitMQ: the dead-letter queue).
  */
-// tag::handler[] (quoted in docs/spring-boot.md)
 @Component("orderHandler")
 public class OrderHandler implements Handler<Order> {
 
@@ -40,4 +39,3 @@ public class OrderHandler implements Handler<Order> {
             : Mono.error(new NonRetryableException("unknown customer " + order.customerId())));
   }
 }
-// end::handler[]

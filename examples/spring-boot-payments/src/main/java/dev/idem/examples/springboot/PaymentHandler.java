@@ -30,6 +30,7 @@ public class PaymentHandler implements Handler<Payment> {
     this.payments = payments;
   }
 
+  // tag::handle[] (quoted in docs/spring-boot.md)
   @Override
   public Publisher<?> handle(Payment payment, Tx tx) {
     return accounts.credit(payment.accountId(), payment.amountCents())
@@ -37,4 +38,5 @@ public class PaymentHandler implements Handler<Payment> {
             ? payments.save(new PaymentRecord(null, tx.messageId(), payment.accountId(), payment.amountCents()))
             : Mono.error(new NonRetryableException("unknown account " + payment.accountId())));
   }
+  // end::handle[]
 }
