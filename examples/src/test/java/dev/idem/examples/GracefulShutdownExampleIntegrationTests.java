@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.idem.examples.shutdown.GracefulShutdownExample;
 import org.junit.jupiter.api.Test;
 
-/** The README's graceful shutdown, metadata and tracing snippet, run against the real RabbitMQ and PostgreSQL. */
+/** The graceful shutdown, metadata and tracing snippets of docs/operating.md, run against the real RabbitMQ and PostgreSQL. */
 class GracefulShutdownExampleIntegrationTests {
 
   @Test
