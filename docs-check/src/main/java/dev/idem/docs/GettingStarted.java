@@ -1,5 +1,6 @@
 package dev.idem.docs;
 
+// tag::imports[]
 import dev.idem.Handler;
 import dev.idem.IdempotentConsumer;
 import dev.idem.NonRetryableException;
@@ -13,6 +14,7 @@ import io.r2dbc.pool.ConnectionPool;
 import java.nio.charset.StandardCharsets;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
+// end::imports[]
 
 /**
  * The consumer of README.md and docs/getting-started.md: payments from Kafka credited to accounts
