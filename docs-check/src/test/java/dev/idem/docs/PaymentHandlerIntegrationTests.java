@@ -23,7 +23,7 @@ class PaymentHandlerIntegrationTests {
   private static final String POSTGRES_URL = System.getenv()
       .getOrDefault("IDEM_TEST_POSTGRES_URL", "r2dbc:postgresql://postgres@127.0.0.1:5432/test");
 
-  private final ConnectionPool pool = PostgresConnections.pool(POSTGRES_URL, 4);
+  private final ConnectionPool pool = PostgresConnections.pool(POSTGRES_URL, 8);   // at least the consumer's concurrency (8 by default)
 
   @AfterEach
   void closePool() {
