@@ -133,9 +133,11 @@ public final class IdempotentConsumer<T> {
 
   /**
    * Default time a per-message {@link Handler} may run inside a micro-batch before its message is
-   * detached from the batch (which then commits without it) and continues on its own: 1 s.
+   * detached from the batch (which then commits without it) and continues on its own: 2 s. Above
+   * PostgreSQL's default {@code deadlock_timeout} (1 s), so that a handler waiting in a deadlock
+   * gets the database's verdict, and the deadlock recovery, before it is detached.
    */
-  public static final Duration DEFAULT_SLOW_MESSAGE_THRESHOLD = Duration.ofSeconds(1);
+  public static final Duration DEFAULT_SLOW_MESSAGE_THRESHOLD = Duration.ofSeconds(2);
 
   /** Default interval at which a message that waits for infrastructure is logged again at WARN: 1 min. */
   public static final Duration DEFAULT_STUCK_WARNING_INTERVAL = Duration.ofMinutes(1);
@@ -514,7 +516,9 @@ public final class IdempotentConsumer<T> {
      * watched (it runs for many messages at once; the {@code transactionTimeout} bounds it), and
      * a threshold at least the {@code transactionTimeout} turns detaching off. Without batching
      * ({@code maxBatchSize(1)}) it does not apply: a message never waits for another's handler.
-     * Default 1 s ({@link IdempotentConsumer#DEFAULT_SLOW_MESSAGE_THRESHOLD}).
+     * Default 2 s ({@link IdempotentConsumer#DEFAULT_SLOW_MESSAGE_THRESHOLD}), above PostgreSQL's
+     * default {@code deadlock_timeout} of 1 s: a handler that waits in a deadlock gets the
+     * database's verdict, and the deadlock recovery, first.
      *
      * @param threshold positive
      * @return this builder
