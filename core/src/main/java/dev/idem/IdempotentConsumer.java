@@ -149,6 +149,7 @@ public final class IdempotentConsumer<T> {
   private final ConsumerSettings<T> settings;
   private final int concurrency;
   private final int prefetch;
+  private final int maxBatchSize;
   private final Ordering ordering;
   private final Dispatch<T> dispatch;
   private final MessagePath<T> messages;
@@ -165,6 +166,7 @@ public final class IdempotentConsumer<T> {
     this.metrics = b.metrics;
     this.concurrency = b.concurrency;
     this.prefetch = b.prefetch;
+    this.maxBatchSize = b.maxBatchSize;
     this.ordering = b.ordering;
     this.dispatch = new Dispatch<>(b.maxBatchSize, b.batchMaxWait, b.concurrency, b.prefetch, b.ordering, b.metrics);
     DeliveryValidation validation = new DeliveryValidation(settings);
@@ -244,7 +246,8 @@ public final class IdempotentConsumer<T> {
   @Override
   public String toString() {
     return "IdempotentConsumer[name=" + name + ", inbox=" + settings.inbox() + ", concurrency=" + concurrency
-        + ", prefetch=" + prefetch + ", ordering=" + ordering + ", retry=" + settings.retryPolicy() + "]";
+        + ", prefetch=" + prefetch + ", maxBatchSize=" + maxBatchSize + ", ordering=" + ordering
+        + ", slowMessageThreshold=" + settings.slowMessageThreshold() + ", retry=" + settings.retryPolicy() + "]";
   }
 
   /**
