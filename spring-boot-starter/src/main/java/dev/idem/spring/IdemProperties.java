@@ -330,7 +330,7 @@ public class IdemProperties {
 
     /**
      * How long a per-message handler may run inside a micro-batch before its message is detached
-     * from the batch (which commits without it) and continues on its own. Default 1 s.
+     * from the batch (which commits without it) and continues on its own. Default 2 s.
      *
      * @return the threshold
      */
