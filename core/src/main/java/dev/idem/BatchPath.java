@@ -2,6 +2,7 @@ package dev.idem;
 
 import dev.idem.PipelineFailures.BatchSplit;
 import dev.idem.PipelineFailures.EffectTimeout;
+import dev.idem.PipelineFailures.SlowEffect;
 import dev.idem.internal.BatchLanes;
 import dev.idem.internal.LogText;
 import dev.idem.internal.MessageObservations;
@@ -42,6 +43,7 @@ final class BatchPath<T> {
   private final FailureKinds kinds;
   private final Settlement settlement;
   private final DeadlockRecovery deadlocks;
+  private final Duration slowMessageThreshold;
 
   BatchPath(ConsumerSettings<T> settings, DeliveryValidation validation, BatchTransaction<T> transaction,
       MessagePath<T> messages, FailureKinds kinds, Settlement settlement, DeadlockRecovery deadlocks) {
@@ -56,6 +58,7 @@ final class BatchPath<T> {
     this.kinds = kinds;
     this.settlement = settlement;
     this.deadlocks = deadlocks;
+    this.slowMessageThreshold = settings.slowMessageThreshold();
   }
 
   /**
@@ -128,7 +131,12 @@ final class BatchPath<T> {
           })
           .onErrorResume(BatchSplit.class, split -> {
             splitting.set(true);
-            if (split.getCause() instanceof EffectTimeout && run.size() > 1) {
+            if (split.getCause() instanceof SlowEffect slow) {
+              log.info("Consumer '{}': the handler of message '{}' ran for {} ms in a batch of {}, past the slowMessageThreshold of {} ms; "
+                  + "it is detached: the batch commits without it, and it continues on its own{}", name,
+                  Settlement.idForLogs(run.get(slow.index)), slow.ran.toMillis(), run.size(), slowMessageThreshold.toMillis(),
+                  run.size() > 1 ? "" : ", off its lane");
+            } else if (split.getCause() instanceof EffectTimeout && run.size() > 1) {
               log.warn("Consumer '{}': a batch of {} messages did not finish within the transactionTimeout of {} ms while {}; "
                   + "it is split: the others commit without {}, which is retried on its own",
                   name, run.size(), transactionTimeout.toMillis(),
@@ -162,7 +170,8 @@ final class BatchPath<T> {
     if (failing >= 0 && failing < run.size()) {
       Delivery<T> bad = run.get(failing);
       return Flux.concat(batchRun(run.subList(0, failing), lane), Flux.defer(() -> {
-        lane.offLane(bad, messages.handleAfterBatchFailure(bad, split.failure(), alone));
+        lane.offLane(bad, split.getCause() instanceof SlowEffect ? messages.handleDetached(bad, alone)
+            : messages.handleAfterBatchFailure(bad, split.failure(), alone));
         return batchRun(run.subList(failing + 1, run.size()), lane);
       }));
     }

@@ -3,6 +3,7 @@ package dev.idem;
 import dev.idem.PipelineFailures.CommitRejected;
 import dev.idem.PipelineFailures.EffectTimeout;
 import dev.idem.PipelineFailures.HandlerFailure;
+import dev.idem.PipelineFailures.SlowEffect;
 import dev.idem.internal.BatchTxHandle;
 import dev.idem.internal.MessageObservations;
 import dev.idem.internal.R2dbcTransactionRunner;
@@ -40,6 +41,7 @@ final class BatchTransaction<T> {
   private final Duration transactionTimeout;
   private final MessageObservations observations;
   private final EffectRunner<T> effects;
+  private final Duration slowMessageThreshold;
 
   BatchTransaction(ConsumerSettings<T> settings, EffectRunner<T> effects) {
     this.name = settings.name();
@@ -50,23 +52,32 @@ final class BatchTransaction<T> {
     this.transactionTimeout = settings.transactionTimeout();
     this.observations = settings.observations();
     this.effects = effects;
+    this.slowMessageThreshold = settings.slowMessageThreshold();
   }
 
   /**
    * One transaction of a batch. A {@code transactionTimeout} that strikes while the handlers run
    * is the running message's (or, for a {@link BatchHandler} of several messages, one of them):
    * it ends as an {@link EffectTimeout}, so that the batch splits instead of retrying as a unit.
+   * A per-message {@link Handler} that runs for the {@code slowMessageThreshold} (when it is
+   * shorter than the {@code transactionTimeout}) cancels the attempt, which ends as a
+   * {@link SlowEffect} naming that message, so that the batch commits without it.
    */
   Mono<Set<Delivery<T>>> attemptBatch(List<Delivery<T>> run, int attempt) {
     long start = System.nanoTime();
     AtomicBoolean effectsDone = new AtomicBoolean();
     AtomicInteger effectAt = new AtomicInteger(EffectTimeout.NOT_IN_EFFECTS);
+    SlowEffectWatch watch = batchHandler == null && slowMessageThreshold.compareTo(transactionTimeout) < 0
+        ? new SlowEffectWatch(slowMessageThreshold) : null;
     List<String> ids = new ArrayList<>(run.size());
     run.forEach(d -> ids.add(d.id()));
     BiFunction<Connection, Set<String>, Mono<Set<Delivery<T>>>> afterRecord = (connection, newIds) -> {
       Set<Delivery<T>> fresh = firstOccurrences(run, newIds);
-      return applyEffects(run, fresh, connection, effectAt)
+      return applyEffects(run, fresh, connection, effectAt, watch)
           .doOnSuccess(ok -> {
+            if (watch != null) {
+              watch.finished();
+            }
             effectAt.set(EffectTimeout.NOT_IN_EFFECTS);
             effectsDone.set(true);
           })
@@ -77,6 +88,12 @@ final class BatchTransaction<T> {
         ? r2dbc.inTransaction(connection -> inbox.recordAllPipelined(connection, name, ids), afterRecord)
         : transactions.inTransaction(connection -> inbox.recordAll(connection, name, ids)
             .flatMap(newIds -> afterRecord.apply(connection, newIds)));
+    if (watch != null) {
+      // Cancelling the attempt rolls it back (a running statement gets a cancel request first).
+      transaction = transaction.takeUntilOther(watch.slow())
+          .switchIfEmpty(Mono.error(watch::failure))
+          .doFinally(signal -> watch.finished());
+    }
     return transaction
         .timeout(transactionTimeout)
         .onErrorMap(error -> error instanceof TimeoutException && effectAt.get() != EffectTimeout.NOT_IN_EFFECTS,
@@ -104,7 +121,8 @@ final class BatchTransaction<T> {
    * tells which message's effect runs: its index in {@code run}, or
    * {@link EffectTimeout#UNKNOWN} while a batch handler runs for several.
    */
-  private Mono<Void> applyEffects(List<Delivery<T>> run, Set<Delivery<T>> fresh, Connection connection, AtomicInteger effectAt) {
+  private Mono<Void> applyEffects(List<Delivery<T>> run, Set<Delivery<T>> fresh, Connection connection, AtomicInteger effectAt,
+      SlowEffectWatch watch) {
     if (fresh.isEmpty()) {
       return Mono.empty();
     }
@@ -130,6 +148,9 @@ final class BatchTransaction<T> {
         .filter(i -> fresh.contains(run.get(i)))
         .concatMap(i -> {
           effectAt.set(i);
+          if (watch != null) {
+            watch.started(i);
+          }
           return observations.asCurrent(run.get(i),
               effects.runHandler(run.get(i), new TxHandle(connection, run.get(i).id(), name, MessageMetadata.of(run.get(i))), i));
         })

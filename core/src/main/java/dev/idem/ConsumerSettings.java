@@ -19,6 +19,8 @@ import java.time.Duration;
  * @param metrics where the pipeline reports its work
  * @param transactionTimeout the longest time one transaction attempt may take
  * @param stuckWarningInterval how often a message waiting for infrastructure is logged again at WARN
+ * @param slowMessageThreshold how long a per-message handler may run inside a micro-batch before
+ *     its message is detached from the batch and continues on its own
  * @param observations the Micrometer observations of each message
  * @param <T> the payload type
  */
@@ -34,4 +36,5 @@ record ConsumerSettings<T>(
     ConsumerMetrics metrics,
     Duration transactionTimeout,
     Duration stuckWarningInterval,
+    Duration slowMessageThreshold,
     MessageObservations observations) {}

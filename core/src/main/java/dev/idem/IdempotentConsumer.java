@@ -105,18 +105,39 @@ import reactor.core.publisher.Flux;
  */
 public final class IdempotentConsumer<T> {
 
-  /** Default in-flight limit: {@value}. */
+  /** Default in-flight limit (with batching: lanes, each running one transaction at a time): {@value}. */
   public static final int DEFAULT_CONCURRENCY = 8;
-  /** Default buffer of messages requested ahead of processing: {@value}. */
-  public static final int DEFAULT_PREFETCH = 32;
-  /** Default largest micro-batch: {@value}; 1 turns batching off. */
-  public static final int DEFAULT_MAX_BATCH_SIZE = 1;
+  /**
+   * Default buffer of messages requested ahead of processing: {@value} ({@code concurrency x 32}),
+   * so that batches of about 32 form on each lane under load.
+   */
+  public static final int DEFAULT_PREFETCH = 256;
+  /**
+   * Default largest micro-batch: {@value}; 1 turns batching off. A batch never waits to fill: at
+   * low load batches hold one message. The system property {@value #MAX_BATCH_SIZE_PROPERTY}
+   * replaces this default for every consumer that does not set its own.
+   */
+  public static final int DEFAULT_MAX_BATCH_SIZE = 64;
+  /**
+   * System property that replaces {@link #DEFAULT_MAX_BATCH_SIZE} for consumers that do not call
+   * {@link Builder#maxBatchSize}, for example {@code -Didem.maxBatchSize=1} to run an application
+   * (or a test suite) without batching: {@value}.
+   */
+  public static final String MAX_BATCH_SIZE_PROPERTY = "idem.maxBatchSize";
   /** Default ordering: {@link Ordering#BY_KEY}. */
   public static final Ordering DEFAULT_ORDERING = Ordering.BY_KEY;
   /** Default longest accepted message id, in characters: {@value}. */
   public static final int DEFAULT_MAX_ID_LENGTH = 255;
   /** Default longest time one transaction attempt may take: 60 s. */
   public static final Duration DEFAULT_TRANSACTION_TIMEOUT = Duration.ofSeconds(60);
+
+  /**
+   * Default time a per-message {@link Handler} may run inside a micro-batch before its message is
+   * detached from the batch (which then commits without it) and continues on its own: 2 s. Above
+   * PostgreSQL's default {@code deadlock_timeout} (1 s), so that a handler waiting in a deadlock
+   * gets the database's verdict, and the deadlock recovery, before it is detached.
+   */
+  public static final Duration DEFAULT_SLOW_MESSAGE_THRESHOLD = Duration.ofSeconds(2);
 
   /** Default interval at which a message that waits for infrastructure is logged again at WARN: 1 min. */
   public static final Duration DEFAULT_STUCK_WARNING_INTERVAL = Duration.ofMinutes(1);
@@ -128,6 +149,7 @@ public final class IdempotentConsumer<T> {
   private final ConsumerSettings<T> settings;
   private final int concurrency;
   private final int prefetch;
+  private final int maxBatchSize;
   private final Ordering ordering;
   private final Dispatch<T> dispatch;
   private final MessagePath<T> messages;
@@ -138,12 +160,13 @@ public final class IdempotentConsumer<T> {
         : new R2dbcTransactionRunner(b.inbox.connectionFactory(),
             b.serverTimeouts != null ? b.serverTimeouts : ServerTimeouts.derivedFrom(b.transactionTimeout), b.concurrency);
     this.settings = new ConsumerSettings<>(b.name, b.inbox, b.handler, b.batchHandler, transactions, b.retryPolicy,
-        b.classifier, b.maxIdLength, b.metrics, b.transactionTimeout, b.stuckWarningInterval,
+        b.classifier, b.maxIdLength, b.metrics, b.transactionTimeout, b.stuckWarningInterval, b.slowMessageThreshold,
         new MessageObservations(b.observationRegistry, b.name));
     this.name = b.name;
     this.metrics = b.metrics;
     this.concurrency = b.concurrency;
     this.prefetch = b.prefetch;
+    this.maxBatchSize = b.maxBatchSize;
     this.ordering = b.ordering;
     this.dispatch = new Dispatch<>(b.maxBatchSize, b.batchMaxWait, b.concurrency, b.prefetch, b.ordering, b.metrics);
     DeliveryValidation validation = new DeliveryValidation(settings);
@@ -223,7 +246,8 @@ public final class IdempotentConsumer<T> {
   @Override
   public String toString() {
     return "IdempotentConsumer[name=" + name + ", inbox=" + settings.inbox() + ", concurrency=" + concurrency
-        + ", prefetch=" + prefetch + ", ordering=" + ordering + ", retry=" + settings.retryPolicy() + "]";
+        + ", prefetch=" + prefetch + ", maxBatchSize=" + maxBatchSize + ", ordering=" + ordering
+        + ", slowMessageThreshold=" + settings.slowMessageThreshold() + ", retry=" + settings.retryPolicy() + "]";
   }
 
   /**
@@ -237,7 +261,7 @@ public final class IdempotentConsumer<T> {
     private PostgresInbox inbox;
     private Handler<T> handler;
     private BatchHandler<T> batchHandler;
-    private int maxBatchSize = DEFAULT_MAX_BATCH_SIZE;
+    private int maxBatchSize = defaultMaxBatchSize();
     private Duration batchMaxWait = Duration.ZERO;
     private TransactionRunner transactions;
     private int concurrency = DEFAULT_CONCURRENCY;
@@ -250,10 +274,28 @@ public final class IdempotentConsumer<T> {
     private Duration transactionTimeout = DEFAULT_TRANSACTION_TIMEOUT;
     private ServerTimeouts serverTimeouts;
     private Duration stuckWarningInterval = DEFAULT_STUCK_WARNING_INTERVAL;
+    private Duration slowMessageThreshold = DEFAULT_SLOW_MESSAGE_THRESHOLD;
     private ObservationRegistry observationRegistry = ObservationRegistry.NOOP;
 
     private Builder(String name) {
       this.name = name;
+    }
+
+    private static int defaultMaxBatchSize() {
+      String value = System.getProperty(MAX_BATCH_SIZE_PROPERTY);
+      if (value == null || value.isBlank()) {
+        return DEFAULT_MAX_BATCH_SIZE;
+      }
+      try {
+        int size = Integer.parseInt(value.trim());
+        if (size >= 1) {
+          return size;
+        }
+      } catch (NumberFormatException e) {
+        // reported below
+      }
+      throw new IllegalArgumentException("system property " + MAX_BATCH_SIZE_PROPERTY + " must be a whole number of at least 1, was '"
+          + value + "'");
     }
 
     /**
@@ -300,8 +342,11 @@ public final class IdempotentConsumer<T> {
      * messages buffered and in flight (and so the batch sizes, about {@code prefetch /
      * concurrency} per lane), {@code concurrency} the transactions. A message whose batch failed
      * because of it is retried off its lane: the later messages of its key wait for it, the
-     * other keys of the lane go on. Default {@value IdempotentConsumer#DEFAULT_MAX_BATCH_SIZE}
-     * (off); 64 with a prefetch of {@code concurrency x 64} is a good start.
+     * other keys of the lane go on, and a message whose handler runs past the
+     * {@link #slowMessageThreshold} is detached the same way. Default
+     * {@value IdempotentConsumer#DEFAULT_MAX_BATCH_SIZE} (or the system property
+     * {@value IdempotentConsumer#MAX_BATCH_SIZE_PROPERTY}); 1 processes each message in a
+     * transaction of its own.
      *
      * @param maxBatchSize at least 1; 1 turns batching off
      * @return this builder
@@ -463,6 +508,33 @@ public final class IdempotentConsumer<T> {
      * @param interval positive
      * @return this builder
      */
+    /**
+     * How long a per-message {@link Handler} may run inside a micro-batch before its message is
+     * detached: the batch's transaction attempt is cancelled (rolled back), the messages before
+     * it run again and commit without it, the ones after it go on, and the slow message runs
+     * again at once on its own, off its lane (the later messages of its key wait for it, in
+     * order; other keys go on), with no threshold and without counting a failure. So a slow
+     * message holds back the others of its batch and lane for at most about this long (plus the
+     * rollback), at the cost of running its handler a second time. A {@link BatchHandler} is not
+     * watched (it runs for many messages at once; the {@code transactionTimeout} bounds it), and
+     * a threshold at least the {@code transactionTimeout} turns detaching off. Without batching
+     * ({@code maxBatchSize(1)}) it does not apply: a message never waits for another's handler.
+     * Default 2 s ({@link IdempotentConsumer#DEFAULT_SLOW_MESSAGE_THRESHOLD}), above PostgreSQL's
+     * default {@code deadlock_timeout} of 1 s: a handler that waits in a deadlock gets the
+     * database's verdict, and the deadlock recovery, first.
+     *
+     * @param threshold positive
+     * @return this builder
+     */
+    public Builder<T> slowMessageThreshold(Duration threshold) {
+      Objects.requireNonNull(threshold, "slowMessageThreshold");
+      if (threshold.isNegative() || threshold.isZero()) {
+        throw new IllegalArgumentException("slowMessageThreshold must be positive, was " + threshold);
+      }
+      this.slowMessageThreshold = threshold;
+      return this;
+    }
+
     public Builder<T> stuckWarningInterval(Duration interval) {
       Objects.requireNonNull(interval, "stuckWarningInterval");
       if (interval.isNegative() || interval.isZero()) {

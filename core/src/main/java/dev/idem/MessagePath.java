@@ -58,6 +58,22 @@ final class MessagePath<T> {
   }
 
   /**
+   * A message detached from its batch because its handler ran past the
+   * {@code slowMessageThreshold}: it runs again at once, alone, without a threshold; the cancelled
+   * batch attempt counts as an attempt but not as a failure ({@code alone} as for
+   * {@link #handleAfterBatchFailure}).
+   */
+  Mono<Outcome<T>> handleDetached(Delivery<T> delivery, RetryDecision alone) {
+    return Mono.defer(() -> {
+      RetryDecision attempts = alone != null ? alone : new RetryDecision(settings, kinds, delivery);
+      if (alone == null) {
+        attempts.next();
+      }
+      return attempt(delivery, attempts, Mono.empty(), false);
+    });
+  }
+
+  /**
    * The failing message of a split batch, alone: its failed batch attempt counts as its first.
    * When the batch was this message alone, its attempts so far are its own and carry on
    * ({@code alone}), so that a batch of one counts attempts as a message without batching does.

@@ -38,7 +38,9 @@ final class PipelineFailures {
 
     BatchSplit(Throwable cause) {
       super(cause.toString(), cause, false, false);
-      this.index = cause instanceof HandlerFailure failure ? failure.index : cause instanceof EffectTimeout timeout ? timeout.index : -1;
+      this.index = cause instanceof HandlerFailure failure ? failure.index
+          : cause instanceof EffectTimeout timeout ? timeout.index
+          : cause instanceof SlowEffect slow ? slow.index : -1;
     }
 
     /** What the isolated message's own retries start from: a timeout as such, as in per-message mode. */
@@ -64,6 +66,24 @@ final class PipelineFailures {
     EffectTimeout(Throwable timeout, int index) {
       super(timeout.toString(), timeout, false, false);
       this.index = index;
+    }
+  }
+
+  /**
+   * The handler of the message at {@link #index} ran longer than the {@code slowMessageThreshold}
+   * inside a micro-batch: the attempt was cancelled (rolled back), and the batch splits around that
+   * message, which is detached: it continues on its own, off its lane, at once and without counting
+   * a failure. Not an error of anyone's.
+   */
+  static final class SlowEffect extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+    final int index;
+    final java.time.Duration ran;
+
+    SlowEffect(int index, java.time.Duration ran) {
+      super("a handler ran for " + ran.toMillis() + " ms inside a micro-batch", null, false, false);
+      this.index = index;
+      this.ran = ran;
     }
   }
 

@@ -2,6 +2,7 @@ package dev.idem;
 
 import dev.idem.PipelineFailures.BatchSplit;
 import dev.idem.PipelineFailures.EffectTimeout;
+import dev.idem.PipelineFailures.SlowEffect;
 import dev.idem.internal.Backoff;
 import dev.idem.internal.LogText;
 import dev.idem.internal.StopControl;
@@ -98,7 +99,7 @@ final class RetryDecision {
     if (FailureKinds.isFatal(failure)) {
       return Mono.error(failure);
     }
-    if (failure instanceof EffectTimeout) {
+    if (failure instanceof EffectTimeout || failure instanceof SlowEffect) {
       return Mono.error(new BatchSplit(failure));
     }
     ErrorKind kind = kinds.kindOf(failure);

@@ -18,6 +18,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
+import reactor.core.publisher.Sinks;
 
 /** What only batch mode has: shared transactions, set-based handlers, isolation of a bad message. */
 class BatchModeIntegrationTests {
@@ -242,6 +243,79 @@ class BatchModeIntegrationTests {
         assertThat(e.getLevel()).isEqualTo(ch.qos.logback.classic.Level.WARN);
         assertThat(e.getFormattedMessage()).contains("while processing message 'hangs'").contains("TimeoutException");
       });
+    } finally {
+      running.dispose();
+      logger.detachAppender(logs);
+    }
+  }
+
+  /**
+   * Keys a, b, c, ... share one lane and one batch; the handler of a's first message waits until
+   * released. Past the slowMessageThreshold it is detached: the rest of the batch commits without
+   * it (a's later message waits for it, in order), and it runs again on its own, once released.
+   */
+  @Test
+  void aSlowMessageIsDetachedFromItsBatchWhichCommitsWithoutItWhileItsKeyKeepsItsOrder() {
+    ch.qos.logback.classic.Logger logger = (ch.qos.logback.classic.Logger) org.slf4j.LoggerFactory.getLogger(IdempotentConsumer.class);
+    ch.qos.logback.core.read.ListAppender<ch.qos.logback.classic.spi.ILoggingEvent> logs = new ch.qos.logback.core.read.ListAppender<>();
+    logs.start();
+    logger.addAppender(logs);
+    List<TestDelivery<String>> deliveries = new ArrayList<>();
+    for (int i = 0; i < 20; i++) {
+      deliveries.add(TestDelivery.keyed("m-" + i, "k" + i, "fast"));
+    }
+    TestDelivery<String> slow = TestDelivery.keyed("a-1", "a", "slow");
+    TestDelivery<String> after = TestDelivery.keyed("a-2", "a", "fast");
+    deliveries.add(5, slow);
+    deliveries.add(after);
+    Sinks.Empty<Void> release = Sinks.empty();
+    AtomicInteger slowRuns = new AtomicInteger();
+    AtomicInteger retries = new AtomicInteger();
+    Handler<String> handler = (payload, tx) -> {
+      Mono<Void> write = tx.sql("INSERT INTO " + effects + " (message_id, k) VALUES ($1, 'k')").bind(0, tx.messageId()).execute().then();
+      if (!payload.equals("slow")) {
+        return write;
+      }
+      slowRuns.incrementAndGet();
+      return write.then(release.asMono());
+    };
+    IdempotentConsumer<String> idem = IdempotentConsumer.<String>named(consumer).inbox(inbox).handler(handler)
+        .ordering(Ordering.BY_KEY).concurrency(1).prefetch(64).batchMaxWait(Duration.ofMillis(100))
+        .slowMessageThreshold(Duration.ofMillis(300)).retry(FAST)
+        .metrics(new ConsumerMetrics() {
+          @Override
+          public void retrying(Delivery<?> delivery, Throwable error, ErrorKind kind) {
+            retries.incrementAndGet();
+          }
+        }).build();
+    List<Outcome<String>> outcomes = new CopyOnWriteArrayList<>();
+    reactor.core.Disposable running = idem.process(Flux.<Delivery<String>>fromIterable(deliveries).concatWith(Flux.never()))
+        .subscribe(outcomes::add);
+    try {
+      await().atMost(TIMEOUT).untilAsserted(() -> assertThat(outcomes).hasSize(20));
+      await().atMost(TIMEOUT).until(() -> slowRuns.get() == 2);
+
+      assertThat(outcomes).extracting(o -> o.delivery().id()).doesNotContain("a-1", "a-2");
+      assertThat(outcomes).allSatisfy(o -> assertThat(o.status()).isEqualTo(Outcome.Status.PROCESSED));
+      assertThat(slow.ackCount()).isZero();
+      assertThat(after.ackCount()).as("a-2 waits for a-1").isZero();
+      assertThat(postgres.count("SELECT count(*) FROM " + effects + " WHERE message_id IN ('a-1', 'a-2')"))
+          .as("the detached attempt rolled back; the second has not committed").isZero();
+      assertThat(logs.list).anySatisfy(e -> assertThat(e.getFormattedMessage())
+          .contains("the handler of message 'a-1' ran for").contains("past the slowMessageThreshold of 300 ms").contains("it is detached"));
+
+      release.tryEmitEmpty();
+      await().atMost(TIMEOUT).untilAsserted(() -> assertThat(outcomes).hasSize(22));
+
+      assertThat(slowRuns.get()).as("detached once, then run to its end").isEqualTo(2);
+      assertThat(retries.get()).as("a detach is not a failure").isZero();
+      assertThat(postgres.column("SELECT message_id FROM " + effects + " WHERE message_id LIKE 'a-%' ORDER BY seq"))
+          .containsExactly("a-1", "a-2");
+      for (TestDelivery<String> d : deliveries) {
+        assertThat(postgres.count("SELECT count(*) FROM " + effects + " WHERE message_id = $1", d.id())).as("effects of %s", d.id()).isEqualTo(1);
+        assertThat(d.ackCount()).as("acks of %s", d.id()).isEqualTo(1);
+        assertThat(d.deadLetter()).isNull();
+      }
     } finally {
       running.dispose();
       logger.detachAppender(logs);

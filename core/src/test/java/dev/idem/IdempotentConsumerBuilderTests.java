@@ -96,6 +96,32 @@ class IdempotentConsumerBuilderTests {
     assertThat(consumer.toString())
         .contains("concurrency=" + IdempotentConsumer.DEFAULT_CONCURRENCY)
         .contains("prefetch=" + IdempotentConsumer.DEFAULT_PREFETCH)
-        .contains("ordering=" + IdempotentConsumer.DEFAULT_ORDERING);
+        .contains("ordering=" + IdempotentConsumer.DEFAULT_ORDERING)
+        .contains("slowMessageThreshold=" + IdempotentConsumer.DEFAULT_SLOW_MESSAGE_THRESHOLD);
+    String forced = System.getProperty(IdempotentConsumer.MAX_BATCH_SIZE_PROPERTY);
+    // CI runs the whole suite again with -Didem.maxBatchSize=1: this line shows that it reached the tests.
+    assertThat(consumer.toString()).contains("maxBatchSize=" + (forced != null ? forced : IdempotentConsumer.DEFAULT_MAX_BATCH_SIZE));
+  }
+
+  @Test
+  void theSystemPropertyReplacesTheDefaultMaxBatchSizeAndABadValueIsNamed() {
+    String before = System.getProperty(IdempotentConsumer.MAX_BATCH_SIZE_PROPERTY);
+    try {
+      System.setProperty(IdempotentConsumer.MAX_BATCH_SIZE_PROPERTY, "7");
+      assertThat(IdempotentConsumer.<String>named("c").inbox(inbox).handler(handler).build().toString()).contains("maxBatchSize=7");
+      assertThat(IdempotentConsumer.<String>named("c").inbox(inbox).handler(handler).maxBatchSize(3).build().toString())
+          .as("an explicit size wins").contains("maxBatchSize=3");
+      assertThatThrownBy(() -> IdempotentConsumer.<String>named("c").slowMessageThreshold(Duration.ZERO))
+          .hasMessage("slowMessageThreshold must be positive, was PT0S");
+      System.setProperty(IdempotentConsumer.MAX_BATCH_SIZE_PROPERTY, "zero");
+      assertThatThrownBy(() -> IdempotentConsumer.<String>named("c"))
+          .hasMessage("system property idem.maxBatchSize must be a whole number of at least 1, was 'zero'");
+    } finally {
+      if (before == null) {
+        System.clearProperty(IdempotentConsumer.MAX_BATCH_SIZE_PROPERTY);
+      } else {
+        System.setProperty(IdempotentConsumer.MAX_BATCH_SIZE_PROPERTY, before);
+      }
+    }
   }
 }

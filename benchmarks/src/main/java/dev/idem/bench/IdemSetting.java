@@ -24,14 +24,26 @@ record IdemSetting(String id, Ordering ordering, int concurrency, int prefetch, 
   static List<IdemSetting> throughputRows() {
     return List.of(
         new IdemSetting("4a", Ordering.UNORDERED, 16, 64, 1, false),
-        new IdemSetting("4b", Ordering.BY_KEY, IdempotentConsumer.DEFAULT_CONCURRENCY, IdempotentConsumer.DEFAULT_PREFETCH, 1, false),
+        oldDefaults("4b"),
+        defaults("4c"),
+        defaults("4d").setBased(),
         new IdemSetting("5a", Ordering.BY_KEY, 4, 256, 64, false),
         new IdemSetting("5b", Ordering.BY_KEY, 4, 256, 64, true),
         new IdemSetting("5c", Ordering.BY_KEY, 4, 1024, 256, false),
         new IdemSetting("5d", Ordering.BY_KEY, 4, 1024, 256, true));
   }
 
-  /** Idem's defaults (BY_KEY, concurrency 8, prefetch 32, batching off) with the per-message {@link Handler}. */
+  /** Idem's defaults before batching was on by default: BY_KEY, concurrency 8, prefetch 32, {@code maxBatchSize(1)}. */
+  static IdemSetting oldDefaults(String id) {
+    return new IdemSetting(id, Ordering.BY_KEY, 8, 32, 1, false);
+  }
+
+  /** This setting with the set-based {@link BatchHandler}. */
+  IdemSetting setBased() {
+    return new IdemSetting(id, ordering, concurrency, prefetch, maxBatchSize, true);
+  }
+
+  /** Idem's defaults (BY_KEY, concurrency 8, prefetch 256, batches of up to 64) with the per-message {@link Handler}. */
   static IdemSetting defaults(String id) {
     return new IdemSetting(id, IdempotentConsumer.DEFAULT_ORDERING, IdempotentConsumer.DEFAULT_CONCURRENCY,
         IdempotentConsumer.DEFAULT_PREFETCH, IdempotentConsumer.DEFAULT_MAX_BATCH_SIZE, false);
@@ -40,8 +52,9 @@ record IdemSetting(String id, Ordering ordering, int concurrency, int prefetch, 
   String label() {
     String order = ordering == Ordering.BY_KEY ? "BY_KEY" : ordering.name();
     boolean defaults = ordering == IdempotentConsumer.DEFAULT_ORDERING && concurrency == IdempotentConsumer.DEFAULT_CONCURRENCY
-        && prefetch == IdempotentConsumer.DEFAULT_PREFETCH && maxBatchSize == IdempotentConsumer.DEFAULT_MAX_BATCH_SIZE && !setBased;
-    String suffix = defaults ? " (defaults)" : "";
+        && prefetch == IdempotentConsumer.DEFAULT_PREFETCH && maxBatchSize == IdempotentConsumer.DEFAULT_MAX_BATCH_SIZE;
+    boolean old = equals(oldDefaults(id));
+    String suffix = defaults ? " (defaults)" : old ? " (old defaults)" : "";
     if (maxBatchSize <= 1) {
       return "Idem per message, " + order + " c" + concurrency + " p" + prefetch + suffix;
     }

@@ -40,8 +40,8 @@ final class LatencyMode {
     double load = Jvm.loadAverage();
     int total = options.rate * (options.seconds + WARMUP_SECONDS);
     Workload measured = Workload.generate((int) Math.round(total / (1 + options.duplicates)), options.duplicates, options.accounts, options.seed);
-    List<IdemSetting> settings = List.of(IdemSetting.defaults("L1"), new IdemSetting("L2", Ordering.BY_KEY, 8, 256, 1, false),
-        new IdemSetting("L3", Ordering.BY_KEY, 4, 256, 64, true), new IdemSetting("L4", Ordering.BY_KEY, 8, 256, 64, false));
+    List<IdemSetting> settings = List.of(IdemSetting.defaults("L1"), IdemSetting.oldDefaults("L2"),
+        new IdemSetting("L3", Ordering.BY_KEY, 4, 256, 64, true));
     Workload warm = Workload.generate(Math.max(1, options.warmup), options.duplicates, options.accounts, options.seed + 1);
     List<Line> lines = new ArrayList<>();
     List<Line> warmUpLines = new ArrayList<>();

@@ -31,6 +31,9 @@ final class Options {
       {"rows", "only these rows, e.g. 1,2,4b (default all; with -DkafkaEngine=both, 4b runs 4b and 4b-rk, 4b-rk runs only that)"},
       {"kafkaEngine", "the Kafka adapter's engine in rows 1b and 4a-5d: native (default), reactor-kafka or both (each of those rows once per engine, "
           + "the Reactor Kafka ones as 1b-rk, 4b-rk, ..., and a column native over Reactor Kafka); reactor-kafka and both need -Dkafka.version=3.9.1"},
+      {"engineRounds", "with -DkafkaEngine=both: timed rounds of each row through the adapter after one untimed settling round, the engines' "
+          + "order reversed every other round (default 2: native, Reactor Kafka, Reactor Kafka, native; a later row in the JVM runs faster); "
+          + "each engine's row reports its timed rounds together"},
       {"warmup", "messages of the untimed warm-up pass through the same rows before the timed ones, per broker (default 5000; 0: none)"},
       {"postgres", "postgresql://user[:password]@host:port/database (default postgresql://postgres@127.0.0.1:5432/test)"},
       {"kafka", "bootstrap servers of an external Kafka (default: a KRaft broker from Kafka's jars, kafka-broker.version of the root pom, in a child JVM)"},
@@ -53,6 +56,7 @@ final class Options {
   final int partitions;
   final Set<String> rows;
   final List<KafkaEngine> kafkaEngines;
+  final int engineRounds;
   final int warmup;
   final String postgres;
   final String kafkaBootstrap;
@@ -85,6 +89,7 @@ final class Options {
       throw new IllegalArgumentException("-DkafkaEngine=" + System.getProperty("kafkaEngine") + " runs Reactor Kafka, which needs kafka-clients 3.x, but "
           + AppInfoParser.getVersion() + " is on the class path: add -Dkafka.version=3.9.1 to the command line");
     }
+    engineRounds = positive("engineRounds", 2);
     warmup = System.getProperty("warmup", "").trim().equals("0") ? 0 : positive("warmup", 5000);
     postgres = System.getProperty("postgres", "postgresql://postgres@127.0.0.1:5432/test");
     String bootstrap = System.getProperty("kafka", "").trim();

@@ -1,5 +1,6 @@
 package dev.idem.bench;
 
+import java.util.ArrayList;
 import java.util.List;
 
 /**
@@ -36,6 +37,29 @@ record RowResult(String broker, String id, String name, Kind kind, long messages
 
   static RowResult failed(String broker, String id, String name, Kind kind, String failure) {
     return new RowResult(broker, id, name, kind, 0, 0, 0, List.of(failure));
+  }
+
+  /**
+   * Several runs of one row (rounds) as one: their messages over their summed time, their CPU over
+   * their messages, every failure.
+   */
+  static RowResult combined(List<RowResult> runs) {
+    RowResult first = runs.get(0);
+    if (runs.size() == 1) {
+      return first;
+    }
+    long messages = 0;
+    long nanos = 0;
+    long cpu = 0;
+    List<String> failures = new ArrayList<>();
+    for (RowResult r : runs) {
+      messages += r.messages;
+      nanos += r.nanos;
+      cpu += r.cpuNanos;
+      failures.addAll(r.failures);
+    }
+    String name = first.name + " (" + runs.size() + " rounds)";
+    return new RowResult(first.broker, first.id, name, first.kind, messages, nanos, cpu, failures);
   }
 
   boolean ok() {

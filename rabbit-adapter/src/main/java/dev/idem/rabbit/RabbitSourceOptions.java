@@ -1,6 +1,7 @@
 package dev.idem.rabbit;
 
 import com.rabbitmq.client.AMQP;
+import dev.idem.IdempotentConsumer;
 import com.rabbitmq.client.ConnectionFactory;
 import com.rabbitmq.client.Envelope;
 import java.net.URI;
@@ -27,7 +28,7 @@ public final class RabbitSourceOptions {
   /** Default broker URI: {@value}. */
   public static final String DEFAULT_URI = "amqp://guest:guest@localhost:5672";
   /** Default {@code basic.qos} prefetch: {@value}, the core's default prefetch. */
-  public static final int DEFAULT_PREFETCH = 32;
+  public static final int DEFAULT_PREFETCH = IdempotentConsumer.DEFAULT_PREFETCH;
   /** Largest prefetch RabbitMQ accepts: {@value}. */
   public static final int MAX_PREFETCH = 65_535;
   /** Default dead-letter mode: {@link DeadLetterMode#PUBLISH_WITH_CONFIRMS}. */

@@ -121,7 +121,13 @@ public class IdemAutoConfiguration {
     if (observations != null) {
       builder.observationRegistry(observations);
     }
-    IdempotentConsumer<T> consumer = definition.applyTo(builder).build();
+    IdempotentConsumer<T> consumer;
+    try {
+      consumer = definition.applyTo(builder).build();
+    } catch (IllegalArgumentException e) {
+      throw new IllegalStateException("Invalid Idem consumer configuration for consumer '" + definition.name()
+          + "' (idem.consumers." + definition.name() + ".* or its IdemConsumerDefinition): " + e.getMessage(), e);
+    }
     return new ManagedConsumer(definition, consumer, tracker);
   }
 

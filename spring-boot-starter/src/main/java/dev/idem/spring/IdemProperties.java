@@ -147,6 +147,7 @@ public class IdemProperties {
     private Ordering ordering = IdempotentConsumer.DEFAULT_ORDERING;
     private int maxBatchSize = IdempotentConsumer.DEFAULT_MAX_BATCH_SIZE;
     private Duration batchMaxWait = Duration.ZERO;
+    private Duration slowMessageThreshold = IdempotentConsumer.DEFAULT_SLOW_MESSAGE_THRESHOLD;
     private Duration transactionTimeout = IdempotentConsumer.DEFAULT_TRANSACTION_TIMEOUT;
     private Duration shutdownGracePeriod = IdemConsumerDefinition.DEFAULT_SHUTDOWN_GRACE_PERIOD;
     private final Retry retry = new Retry();
@@ -325,6 +326,25 @@ public class IdemProperties {
      */
     public void setBatchMaxWait(Duration batchMaxWait) {
       this.batchMaxWait = batchMaxWait;
+    }
+
+    /**
+     * How long a per-message handler may run inside a micro-batch before its message is detached
+     * from the batch (which commits without it) and continues on its own. Default 2 s.
+     *
+     * @return the threshold
+     */
+    public Duration getSlowMessageThreshold() {
+      return slowMessageThreshold;
+    }
+
+    /**
+     * Sets the slow-message threshold.
+     *
+     * @param slowMessageThreshold positive
+     */
+    public void setSlowMessageThreshold(Duration slowMessageThreshold) {
+      this.slowMessageThreshold = slowMessageThreshold;
     }
 
     /**

@@ -70,6 +70,20 @@ class ConfiguredConsumersTests {
   }
 
   @Test
+  void batchSettingsReachTheConsumerAndAnInvalidOneNamesItsProperty() {
+    runner.withPropertyValues("idem.consumers.orders.handler=printer", "idem.consumers.orders.source.type=rabbitmq",
+            "idem.consumers.orders.source.queue=orders", "idem.consumers.orders.slow-message-threshold=0s")
+        .run(context -> assertThat(context).getFailure()
+            .hasStackTraceContaining("Invalid Idem consumer configuration for consumer 'orders' (idem.consumers.orders.*")
+            .hasStackTraceContaining("slowMessageThreshold must be positive"));
+    runner.withPropertyValues("idem.consumers.orders.handler=printer", "idem.consumers.orders.source.type=rabbitmq",
+            "idem.consumers.orders.source.queue=orders", "idem.consumers.orders.max-batch-size=0")
+        .run(context -> assertThat(context).getFailure()
+            .hasStackTraceContaining("Invalid Idem consumer configuration for consumer 'orders' (idem.consumers.orders.*")
+            .hasStackTraceContaining("maxBatchSize must be at least 1"));
+  }
+
+  @Test
   void aMissingHandlerNamesTheProperty() {
     runner.withPropertyValues("idem.consumers.orders.source.type=rabbitmq", "idem.consumers.orders.source.queue=orders")
         .run(context -> assertThat(context).getFailure()

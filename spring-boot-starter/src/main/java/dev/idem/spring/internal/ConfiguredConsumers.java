@@ -61,7 +61,8 @@ public final class ConfiguredConsumers {
               .ordering(c.getOrdering())
               .retry(c.getRetry().toPolicy())
               .maxBatchSize(c.getMaxBatchSize())
-              .batchMaxWait(c.getBatchMaxWait()));
+              .batchMaxWait(c.getBatchMaxWait())
+              .slowMessageThreshold(c.getSlowMessageThreshold()));
       applyHandler(at, c, beans, builder);
       return builder.build();
     } catch (IllegalArgumentException e) {
