@@ -53,7 +53,7 @@ class KafkaBrokerRestartIntegrationTests {
     ConnectionPool pool = pg.pool(8);
     try (Admin admin = Admin.create(Map.of("bootstrap.servers", broker.bootstrapServers()))) {
       admin.createTopics(List.of(new NewTopic(topic, 2, (short) 1))).all().get(60, TimeUnit.SECONDS);
-      publish(broker, topic, 0, 1_000);
+      publish(broker, topic, 0, 5_000);
       PostgresInbox inbox = PostgresInbox.create(pool);
       inbox.createSchemaIfAbsent().block(Duration.ofSeconds(30));
       IdempotentConsumer<String> consumer = IdempotentConsumer.<String>named(name + "_consumer")
@@ -75,17 +75,17 @@ class KafkaBrokerRestartIntegrationTests {
           await().atMost(TIMEOUT).until(() -> pg.count("SELECT count(*) FROM " + table) >= 200);
           broker.stop();
           long whileDown = pg.count("SELECT count(*) FROM " + table);
-          assertThat(whileDown).as("stopped mid-stream").isLessThan(1_000);
+          assertThat(whileDown).as("stopped mid-stream").isLessThan(5_000);
           broker.start();
-          publish(broker, topic, 1_000, 500);
+          publish(broker, topic, 5_000, 500);
           await().atMost(TIMEOUT).pollInterval(Duration.ofMillis(500))
               .untilAsserted(() -> assertThat(committed(admin, group)).isEqualTo(end(admin, topic)));
         } finally {
           running.dispose();
         }
       }
-      assertThat(pg.count("SELECT count(*) FROM " + table)).isEqualTo(1_500);
-      assertThat(pg.count("SELECT count(DISTINCT message_id) FROM " + table)).isEqualTo(1_500);
+      assertThat(pg.count("SELECT count(*) FROM " + table)).isEqualTo(5_500);
+      assertThat(pg.count("SELECT count(DISTINCT message_id) FROM " + table)).isEqualTo(5_500);
     } finally {
       pool.dispose();
       broker.destroy();

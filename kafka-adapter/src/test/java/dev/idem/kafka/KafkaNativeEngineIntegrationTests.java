@@ -165,7 +165,8 @@ class KafkaNativeEngineIntegrationTests {
           .handler((payload, tx) -> Mono.fromRunnable(startedByFirst::incrementAndGet)
               .then(release.asMono())
               .then(Mono.from(s.recordingHandler().handle(payload, tx))))
-          .concurrency(firstBatch).prefetch(firstBatch).ordering(Ordering.UNORDERED)
+          // One transaction per record, so that each held record holds its connection (and is never detached from a batch).
+          .concurrency(firstBatch).prefetch(firstBatch).maxBatchSize(1).ordering(Ordering.UNORDERED)
           .build();
       IdempotentConsumer<String> second = IdempotentConsumer.<String>named(s.consumer)
           .inbox(s.inbox).handler(s.recordingHandler())
