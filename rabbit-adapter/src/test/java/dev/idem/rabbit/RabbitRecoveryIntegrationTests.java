@@ -6,6 +6,7 @@ import static org.awaitility.Awaitility.await;
 import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.read.ListAppender;
+import dev.idem.IdempotentConsumer;
 import dev.idem.Ordering;
 import dev.idem.Outcome;
 import dev.idem.rabbit.internal.RabbitReceiver;
@@ -157,6 +158,8 @@ class RabbitRecoveryIntegrationTests {
         // go through and are acknowledged in time.
         f.run(source, f.consumer((payload, tx) -> (held.compareAndSet(null, tx.messageId()) ? gate.asMono() : Mono.<Void>empty())
                 .then(tx.sql("INSERT INTO " + f.effects + " (message_id, body) VALUES ($1, $2)").bind(0, tx.messageId()).bind(1, payload).execute()))
+            // Never detached from its batch: the held transaction must stay open past the consumer_timeout.
+            .slowMessageThreshold(IdempotentConsumer.DEFAULT_TRANSACTION_TIMEOUT)
             .concurrency(8).ordering(Ordering.UNORDERED).build());
 
         await().atMost(PATIENCE).until(() -> held.get() != null && f.effectRows() == count - 1);
