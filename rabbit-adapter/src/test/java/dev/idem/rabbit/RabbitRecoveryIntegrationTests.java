@@ -6,7 +6,6 @@ import static org.awaitility.Awaitility.await;
 import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.read.ListAppender;
-import dev.idem.IdempotentConsumer;
 import dev.idem.Ordering;
 import dev.idem.Outcome;
 import dev.idem.rabbit.internal.RabbitReceiver;
@@ -47,7 +46,9 @@ class RabbitRecoveryIntegrationTests {
       Sinks.Empty<Void> gate = Sinks.empty();
       f.run(source, f.consumer((payload, tx) -> (started.incrementAndGet() > 40 ? gate.asMono() : Mono.<Void>empty())
               .then(tx.sql("INSERT INTO " + f.effects + " (message_id, body) VALUES ($1, $2)").bind(0, tx.messageId()).bind(1, payload).execute()))
-          .concurrency(8).ordering(Ordering.UNORDERED).build());
+          // One transaction per message, so that exactly 8 are mid-flight (batched, the held ones
+          // would be detached after 2 s and wait off their lanes, each holding a connection).
+          .maxBatchSize(1).concurrency(8).ordering(Ordering.UNORDERED).build());
 
       await().atMost(PATIENCE).until(() -> f.effectRows() >= 40 && started.get() >= 48);
       assertThat(f.rabbit.closeConnectionFromBroker(options.connectionName())).isEqualTo(1);
@@ -158,9 +159,9 @@ class RabbitRecoveryIntegrationTests {
         // go through and are acknowledged in time.
         f.run(source, f.consumer((payload, tx) -> (held.compareAndSet(null, tx.messageId()) ? gate.asMono() : Mono.<Void>empty())
                 .then(tx.sql("INSERT INTO " + f.effects + " (message_id, body) VALUES ($1, $2)").bind(0, tx.messageId()).bind(1, payload).execute()))
-            // Never detached from its batch: the held transaction must stay open past the consumer_timeout.
-            .slowMessageThreshold(IdempotentConsumer.DEFAULT_TRANSACTION_TIMEOUT)
-            .concurrency(8).ordering(Ordering.UNORDERED).build());
+            // One transaction per message: the held delivery's transaction alone stays open past the
+            // consumer_timeout (in a batch it would hold back its batch, or be detached after 2 s).
+            .maxBatchSize(1).concurrency(8).ordering(Ordering.UNORDERED).build());
 
         await().atMost(PATIENCE).until(() -> held.get() != null && f.effectRows() == count - 1);
         // The broker closes the channel for the held delivery; the source opens a new one.
