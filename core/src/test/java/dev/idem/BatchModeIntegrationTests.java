@@ -280,7 +280,7 @@ class BatchModeIntegrationTests {
       return write.then(release.asMono());
     };
     IdempotentConsumer<String> idem = IdempotentConsumer.<String>named(consumer).inbox(inbox).handler(handler)
-        .ordering(Ordering.BY_KEY).concurrency(1).prefetch(64).batchMaxWait(Duration.ofMillis(100))
+        .ordering(Ordering.BY_KEY).concurrency(1).prefetch(64).maxBatchSize(64).batchMaxWait(Duration.ofMillis(100))
         .slowMessageThreshold(Duration.ofMillis(300)).retry(FAST)
         .metrics(new ConsumerMetrics() {
           @Override
