@@ -26,7 +26,7 @@ record IdemSetting(String id, Ordering ordering, int concurrency, int prefetch, 
         new IdemSetting("4a", Ordering.UNORDERED, 16, 64, 1, false),
         oldDefaults("4b"),
         defaults("4c"),
-        defaults("4d").setBased(),
+        defaults("4d").withBatchHandler(),
         new IdemSetting("5a", Ordering.BY_KEY, 4, 256, 64, false),
         new IdemSetting("5b", Ordering.BY_KEY, 4, 256, 64, true),
         new IdemSetting("5c", Ordering.BY_KEY, 4, 1024, 256, false),
@@ -39,7 +39,7 @@ record IdemSetting(String id, Ordering ordering, int concurrency, int prefetch, 
   }
 
   /** This setting with the set-based {@link BatchHandler}. */
-  IdemSetting setBased() {
+  IdemSetting withBatchHandler() {
     return new IdemSetting(id, ordering, concurrency, prefetch, maxBatchSize, true);
   }
 
