@@ -261,7 +261,7 @@ public final class IdempotentConsumer<T> {
     private PostgresInbox inbox;
     private Handler<T> handler;
     private BatchHandler<T> batchHandler;
-    private int maxBatchSize = defaultMaxBatchSize();
+    private int maxBatchSize = BatchSizeDefault.fromSystemProperty();
     private Duration batchMaxWait = Duration.ZERO;
     private TransactionRunner transactions;
     private int concurrency = DEFAULT_CONCURRENCY;
@@ -279,23 +279,6 @@ public final class IdempotentConsumer<T> {
 
     private Builder(String name) {
       this.name = name;
-    }
-
-    private static int defaultMaxBatchSize() {
-      String value = System.getProperty(MAX_BATCH_SIZE_PROPERTY);
-      if (value == null || value.isBlank()) {
-        return DEFAULT_MAX_BATCH_SIZE;
-      }
-      try {
-        int size = Integer.parseInt(value.trim());
-        if (size >= 1) {
-          return size;
-        }
-      } catch (NumberFormatException e) {
-        // reported below
-      }
-      throw new IllegalArgumentException("system property " + MAX_BATCH_SIZE_PROPERTY + " must be a whole number of at least 1, was '"
-          + value + "'");
     }
 
     /**
