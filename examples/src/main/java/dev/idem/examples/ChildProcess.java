@@ -83,6 +83,28 @@ public final class ChildProcess implements AutoCloseable {
   }
 
   /**
+   * The child's thread dump ({@code jcmd <pid> Thread.print}), for a report on a child that
+   * stopped making progress.
+   *
+   * @return the dump, or why there is none
+   */
+  public String threadDump() {
+    Path jcmd = Path.of(System.getProperty("java.home"), "bin", "jcmd");
+    try {
+      Process dump = new ProcessBuilder(jcmd.toString(), Long.toString(process.pid()), "Thread.print")
+          .redirectErrorStream(true).start();
+      String text = new String(dump.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+      dump.waitFor();
+      return text;
+    } catch (IOException e) {
+      return "no thread dump (" + jcmd + "): " + e;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return "no thread dump: interrupted";
+    }
+  }
+
+  /**
    * Whether the child is still running.
    *
    * @return {@code true} while it runs

@@ -152,7 +152,7 @@ public final class PaymentsDemo {
 
       java.util.function.Consumer<String> onLine = line -> count(line, seen, log);
       ChildProcess first = ChildProcess.start(PaymentsConsumerApp.class, log, onLine, childArgs);
-      long crashedAfter = awaitEffects(db, events * 4L / 10, first);
+      long crashedAfter = awaitEffects(db, events * 4L / 10, first, log);
       first.kill();
       System.out.printf("[demo] killed consumer process %d with SIGKILL after %d effects%n", first.pid(), crashedAfter);
 
@@ -160,7 +160,7 @@ public final class PaymentsDemo {
       List<DeadLetterRecord> deadLetters;
       try (ChildProcess second = ChildProcess.start(PaymentsConsumerApp.class, log, onLine, childArgs)) {
         System.out.printf("[demo] restarted the consumer as process %d; its log: %s%n", second.pid(), log);
-        awaitEffects(db, events, second);
+        awaitEffects(db, events, second, log);
         offsetsAtEnd = awaitOffsetsAtEnd(admin, topic, group);
         deadLetters = KafkaDeadLetterReplayer.create(bootstrap).read(topic + ".DLT");
       }
@@ -227,19 +227,36 @@ public final class PaymentsDemo {
     producer.send(record);
   }
 
-  private static long awaitEffects(ConnectionFactory db, long target, ChildProcess consumer) throws InterruptedException {
+  private static long awaitEffects(ConnectionFactory db, long target, ChildProcess consumer, Path log)
+      throws InterruptedException, java.io.IOException {
     long deadline = System.nanoTime() + TIMEOUT.toNanos();
+    long effects = 0;
     while (System.nanoTime() < deadline) {
-      long effects = queryLong(db, "SELECT count(*) FROM " + Payments.LEDGER);
+      effects = queryLong(db, "SELECT count(*) FROM " + Payments.LEDGER);
       if (effects >= target) {
         return effects;
       }
       if (!consumer.isAlive()) {
-        throw new IllegalStateException("the consumer process exited early; see its log");
+        throw new IllegalStateException("the consumer process exited early; its log " + log + " ends with:"
+            + System.lineSeparator() + tail(log, 40));
       }
       Thread.sleep(50);
     }
-    throw new IllegalStateException("timed out waiting for " + target + " effects");
+    String before = tail(log, 60);
+    // A stalled consumer: keep what explains it (its threads and what the database waits for) in the report.
+    String activity = String.join(System.lineSeparator(), queryRows(db,
+        "SELECT pid || ' ' || state || ' ' || coalesce(wait_event_type, '-') || '/' || coalesce(wait_event, '-') || ' '"
+            + " || left(query, 120) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"));
+    Files.writeString(log, "--- pg_stat_activity ---" + System.lineSeparator() + activity + System.lineSeparator()
+        + "--- thread dump of the consumer ---" + System.lineSeparator() + consumer.threadDump(), java.nio.file.StandardOpenOption.APPEND);
+    throw new IllegalStateException("timed out waiting for " + target + " effects after " + TIMEOUT.toMinutes() + " min: "
+        + effects + " applied; the consumer (process " + consumer.pid() + ") is alive. Its log, with its threads and the "
+        + "database's sessions at the timeout: " + log + "; the log before them ends with:" + System.lineSeparator() + before);
+  }
+
+  private static String tail(Path file, int lines) throws java.io.IOException {
+    List<String> all = Files.readAllLines(file);
+    return String.join(System.lineSeparator(), all.subList(Math.max(0, all.size() - lines), all.size()));
   }
 
   private static boolean awaitOffsetsAtEnd(Admin admin, String topic, String group) throws Exception {
@@ -268,6 +285,12 @@ public final class PaymentsDemo {
             .collectMap(Map.Entry::getKey, Map.Entry::getValue),
         Connection::close).block(TIMEOUT);
     return actual.entrySet().stream().allMatch(e -> e.getValue().equals(expected.getOrDefault(e.getKey(), 0L)));
+  }
+
+  private static List<String> queryRows(ConnectionFactory db, String sql) {
+    return Flux.usingWhen(db.create(),
+        c -> Flux.from(c.createStatement(sql).execute()).flatMap(r -> r.map((row, meta) -> String.valueOf(row.get(0, String.class)))),
+        Connection::close).collectList().block(TIMEOUT);
   }
 
   static long queryLong(ConnectionFactory db, String sql) {
