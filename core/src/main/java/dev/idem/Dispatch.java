@@ -1,6 +1,7 @@
 package dev.idem;
 
 import dev.idem.internal.BatchLanes;
+import dev.idem.internal.BoundedMerge;
 import dev.idem.internal.KeyedLanes;
 import java.time.Duration;
 import java.util.List;
@@ -42,11 +43,11 @@ final class Dispatch<T> {
   Flux<Outcome<T>> outcomes(Flux<Delivery<T>> received, Function<Delivery<T>, Mono<Outcome<T>>> message,
       BiFunction<List<Delivery<T>>, BatchLanes.LaneControl<Delivery<T>, Outcome<T>>, Flux<Outcome<T>>> batch) {
     if (maxBatchSize > 1) {
-      // The flatMap's demand alone bounds the messages buffered and in flight to the prefetch.
+      // The merge's demand alone bounds the messages buffered and in flight to the prefetch.
       return Flux.using(
           () -> new BatchLanes<Delivery<T>, Outcome<T>>(concurrency, maxBatchSize, batchMaxWait,
               d -> ordering == Ordering.UNORDERED ? null : laneKey(d), batch, Outcome::delivery, metrics::abandoned),
-          lanes -> received.flatMap(lanes::submit, prefetch, 1),
+          lanes -> BoundedMerge.merge(received, lanes::submit, prefetch),
           BatchLanes::dispose);
     }
     Flux<Delivery<T>> buffered = received.limitRate(prefetch);
