@@ -108,16 +108,18 @@ public final class IdempotentConsumer<T> {
   /** Default in-flight limit (with batching: lanes, each running one transaction at a time): {@value}. */
   public static final int DEFAULT_CONCURRENCY = 8;
   /**
-   * Default buffer of messages requested ahead of processing: {@value} ({@code concurrency x 32}),
-   * so that batches of about 32 form on each lane under load.
+   * Default buffer of messages requested ahead of processing: {@value}
+   * ({@code concurrency x maxBatchSize}), so that batches of up to 128 form on each lane under
+   * load. The size of the batches, not the number of lanes, decides the throughput of batch mode:
+   * with 256 buffered the defaults ran at about half the speed (see docs/benchmarks.md).
    */
-  public static final int DEFAULT_PREFETCH = 256;
+  public static final int DEFAULT_PREFETCH = 1024;
   /**
    * Default largest micro-batch: {@value}; 1 turns batching off. A batch never waits to fill: at
    * low load batches hold one message. The system property {@value #MAX_BATCH_SIZE_PROPERTY}
    * replaces this default for every consumer that does not set its own.
    */
-  public static final int DEFAULT_MAX_BATCH_SIZE = 64;
+  public static final int DEFAULT_MAX_BATCH_SIZE = 128;
   /**
    * System property that replaces {@link #DEFAULT_MAX_BATCH_SIZE} for consumers that do not call
    * {@link Builder#maxBatchSize}, for example {@code -Didem.maxBatchSize=1} to run an application
