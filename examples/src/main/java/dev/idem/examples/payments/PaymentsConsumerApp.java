@@ -60,7 +60,14 @@ public final class PaymentsConsumerApp {
         .build());
     source.receive()
         .transform(payments::process)
-        .subscribe(outcome -> System.out.println("OUTCOME " + outcome.status() + " " + outcome.messageId()));
+        .subscribe(outcome -> System.out.println("OUTCOME " + outcome.status() + " " + outcome.messageId()),
+            error -> {
+              // The stream ends only on a JVM error or a source failure it could not recover from; the messages
+              // in flight stay unacknowledged. Exit, so that a supervisor (here the demo) sees it and restarts.
+              System.err.println("the consumer's stream ended: " + error);
+              error.printStackTrace();
+              System.exit(1);
+            });
     // --- end of the example ---
 
     System.out.println("READY");
