@@ -4,6 +4,7 @@ import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
 import org.reactivestreams.Subscription;
 import reactor.core.publisher.BaseSubscriber;
@@ -55,7 +56,7 @@ public final class BoundedMerge {
     return Flux.defer(() -> {
       Merge<I, O> merge = new Merge<>(step, limit);
       return Flux.<O>create(sink -> merge.start(items, sink), FluxSink.OverflowStrategy.BUFFER)
-          .doOnNext(value -> merge.request(1));
+          .doOnNext(value -> merge.replenish(1));
     });
   }
 
@@ -68,6 +69,9 @@ public final class BoundedMerge {
     /** The running steps; a set, so that removing one costs the same whatever the number running. */
     private final Set<Step> running = ConcurrentHashMap.newKeySet();
     private volatile boolean cancelled;
+    /** Demand not yet passed to the stream; passed on by one thread at a time (Reactive Streams rule 2.7). */
+    private final AtomicLong toRequest = new AtomicLong();
+    private final AtomicInteger requesting = new AtomicInteger();
     private FluxSink<O> sink;
 
     Merge(Function<? super I, Mono<O>> step, int limit) {
@@ -87,7 +91,27 @@ public final class BoundedMerge {
 
     @Override
     protected void hookOnSubscribe(Subscription subscription) {
-      subscription.request(limit);
+      replenish(limit);
+    }
+
+    /**
+     * Asks the stream for {@code n} more. Steps end on any thread, so requests are queued and
+     * passed on serially; one that arrives while another is passed on (from that request's own
+     * signals included) joins it.
+     */
+    void replenish(long n) {
+      toRequest.addAndGet(n);
+      if (requesting.getAndIncrement() != 0) {
+        return;
+      }
+      int missed = 1;
+      do {
+        long demand = toRequest.getAndSet(0);
+        if (demand > 0) {
+          request(demand);
+        }
+        missed = requesting.addAndGet(-missed);
+      } while (missed != 0);
     }
 
     @Override
@@ -146,7 +170,7 @@ public final class BoundedMerge {
       protected void hookOnComplete() {
         running.remove(this);
         if (!emitted) {
-          Merge.this.request(1);
+          replenish(1);
         }
         done();
       }

@@ -104,14 +104,59 @@ class BoundedMergeTests {
         .hasMessageContaining("limit");
   }
 
-  /** Steps completing on many threads at once: every value arrives once, and no more than the limit run. */
+  /**
+   * Steps completing on many threads at once: every value arrives once, no more than the limit
+   * run, and the stream is never asked for more by two threads at once (Reactive Streams rule 2.7).
+   */
   @RepeatedTest(50)
   void concurrentCompletionsDeliverEachValueOnceWithinTheLimit() {
     int limit = 16;
     AtomicInteger inFlight = new AtomicInteger();
     AtomicInteger maxInFlight = new AtomicInteger();
+    AtomicInteger requesting = new AtomicInteger();
+    AtomicBoolean concurrentRequest = new AtomicBoolean();
     ConcurrentHashMap<Integer, Boolean> seen = new ConcurrentHashMap<>();
-    Flux<Integer> merged = BoundedMerge.merge(Flux.range(0, 5000).doOnNext(i -> maxInFlight.accumulateAndGet(inFlight.incrementAndGet(), Math::max)),
+    Flux<Integer> items = Flux.range(0, 5000).doOnNext(i -> maxInFlight.accumulateAndGet(inFlight.incrementAndGet(), Math::max));
+    Flux<Integer> watched = Flux.from(subscriber -> items.subscribe(new org.reactivestreams.Subscriber<Integer>() {
+      @Override
+      public void onSubscribe(org.reactivestreams.Subscription s) {
+        subscriber.onSubscribe(new org.reactivestreams.Subscription() {
+          @Override
+          public void request(long n) {
+            if (requesting.incrementAndGet() > 1) {
+              concurrentRequest.set(true);
+            }
+            try {
+              Thread.onSpinWait();
+              s.request(n);
+            } finally {
+              requesting.decrementAndGet();
+            }
+          }
+
+          @Override
+          public void cancel() {
+            s.cancel();
+          }
+        });
+      }
+
+      @Override
+      public void onNext(Integer item) {
+        subscriber.onNext(item);
+      }
+
+      @Override
+      public void onError(Throwable error) {
+        subscriber.onError(error);
+      }
+
+      @Override
+      public void onComplete() {
+        subscriber.onComplete();
+      }
+    }));
+    Flux<Integer> merged = BoundedMerge.merge(watched,
         i -> Mono.fromCallable(() -> i).subscribeOn(Schedulers.parallel()).filter(v -> v % 5 != 0)
             .doOnSuccess(v -> inFlight.decrementAndGet()),
         limit);
@@ -119,5 +164,6 @@ class BoundedMergeTests {
         .expectNext(4000L)
         .verifyComplete();
     assertThat(maxInFlight.get()).isLessThanOrEqualTo(limit);
+    assertThat(concurrentRequest).as("requests passed on one at a time").isFalse();
   }
 }
