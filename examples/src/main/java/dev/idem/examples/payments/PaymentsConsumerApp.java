@@ -47,10 +47,6 @@ public final class PaymentsConsumerApp {
         .concurrency(concurrency)
         .ordering(Ordering.BY_KEY)
         .retry(RetryPolicy.backoff(5, Duration.ofMillis(200)))
-        // One transaction per payment. With batching (the default) a consumer restarted after the
-        // SIGKILL stalled in 2 of 3 CI runs of this demo (552 of 600 applied, every connection idle,
-        // the poll loop alive; cause not found yet, see docs/batching.md#known-defect).
-        .maxBatchSize(1)
         .build();
     KafkaSource<PaymentEvent> source = KafkaSource.create(KafkaSourceOptions.<PaymentEvent>builder()
         .bootstrapServers(env.kafkaBootstrap())

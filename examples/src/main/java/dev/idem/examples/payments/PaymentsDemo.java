@@ -189,10 +189,6 @@ public final class PaymentsDemo {
   }
 
   private static long publish(String bootstrap, String topic, int events, int accounts, Map<Integer, Long> expected) {
-    Map<String, Object> props = Map.of(
-        ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap,
-        ProducerConfig.ACKS_CONFIG, "all",
-        ProducerConfig.LINGER_MS_CONFIG, 5);
     Random random = new Random(42);
     List<PaymentEvent> all = new ArrayList<>();
     for (int i = 0; i < events; i++) {
@@ -200,31 +196,68 @@ public final class PaymentsDemo {
       all.add(event);
       expected.merge(event.accountId(), event.amountCents(), Long::sum);
     }
-    long sent = 0;
-    try (KafkaProducer<String, byte[]> producer = new KafkaProducer<>(props, new StringSerializer(), new ByteArraySerializer())) {
-      for (int i = 0; i < all.size(); i++) {
-        send(producer, topic, all.get(i));
-        sent++;
-        if (i % 10 == 9) { // a producer retry: the same event again, same id
-          send(producer, topic, all.get(random.nextInt(i + 1)));
-          sent++;
-        }
-        if (i == events / 4 || i == events / 2 || i == 3 * events / 4) { // poison pills
-          ProducerRecord<String, byte[]> poison = new ProducerRecord<>(topic, "1", "{not a payment".getBytes(StandardCharsets.UTF_8));
-          poison.headers().add("message-id", ("poison-" + i).getBytes(StandardCharsets.UTF_8));
-          producer.send(poison);
-          sent++;
-        }
+    List<ProducerRecord<String, byte[]>> records = new ArrayList<>();
+    for (int i = 0; i < all.size(); i++) {
+      records.add(record(topic, all.get(i)));
+      if (i % 10 == 9) { // a producer retry: the same event again, same id
+        records.add(record(topic, all.get(random.nextInt(i + 1))));
       }
-      producer.flush();
+      if (i == events / 4 || i == events / 2 || i == 3 * events / 4) { // poison pills
+        ProducerRecord<String, byte[]> poison = new ProducerRecord<>(topic, "1", "{not a payment".getBytes(StandardCharsets.UTF_8));
+        poison.headers().add("message-id", ("poison-" + i).getBytes(StandardCharsets.UTF_8));
+        records.add(poison);
+      }
     }
-    return sent;
+    sendAll(bootstrap, records);
+    return records.size();
   }
 
-  private static void send(KafkaProducer<String, byte[]> producer, String topic, PaymentEvent event) {
+  /**
+   * Sends every record and checks every send. A send can fail for good (for example with
+   * OUT_OF_ORDER_SEQUENCE_NUMBER from an idempotent producer writing to a topic created an instant
+   * before): such records are sent again, by a new producer, so that the demo never waits for
+   * payments that were never published. A record sent twice is a duplicate, which the consumer
+   * recognises by its id.
+   */
+  private static void sendAll(String bootstrap, List<ProducerRecord<String, byte[]>> records) {
+    Map<String, Object> props = Map.of(
+        ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap,
+        ProducerConfig.ACKS_CONFIG, "all",
+        ProducerConfig.LINGER_MS_CONFIG, 5);
+    List<ProducerRecord<String, byte[]>> pending = records;
+    for (int round = 1; !pending.isEmpty(); round++) {
+      List<java.util.concurrent.Future<org.apache.kafka.clients.producer.RecordMetadata>> sends = new ArrayList<>();
+      List<ProducerRecord<String, byte[]>> failed = new ArrayList<>();
+      Throwable lastFailure = null;
+      try (KafkaProducer<String, byte[]> producer = new KafkaProducer<>(props, new StringSerializer(), new ByteArraySerializer())) {
+        pending.forEach(r -> sends.add(producer.send(r)));
+        producer.flush();
+        for (int i = 0; i < sends.size(); i++) {
+          try {
+            sends.get(i).get();
+          } catch (java.util.concurrent.ExecutionException e) {
+            failed.add(pending.get(i));
+            lastFailure = e.getCause();
+          } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while publishing", e);
+          }
+        }
+      }
+      if (!failed.isEmpty()) {
+        if (round == 5) {
+          throw new IllegalStateException(failed.size() + " records could not be published after 5 rounds: " + lastFailure, lastFailure);
+        }
+        System.out.printf("[demo] %d of %d records were not written (%s); sending them again%n", failed.size(), pending.size(), lastFailure);
+      }
+      pending = failed;
+    }
+  }
+
+  private static ProducerRecord<String, byte[]> record(String topic, PaymentEvent event) {
     ProducerRecord<String, byte[]> record = new ProducerRecord<>(topic, Integer.toString(event.accountId()), event.encodeValue());
     record.headers().add("message-id", event.eventId().getBytes(StandardCharsets.UTF_8));
-    producer.send(record);
+    return record;
   }
 
   private static long awaitEffects(ConnectionFactory db, long target, ChildProcess consumer, Path log)
