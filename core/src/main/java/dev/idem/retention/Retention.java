@@ -58,8 +58,9 @@ import reactor.core.publisher.Mono;
  *       {@link RetentionWindowException} naming both numbers, where the horizon was read and
  *       the shortest window accepted, unless
  *       {@link Builder#allowWindowShorterThanBroker} overrides it.</li>
- *   <li><b>Runs by itself.</b> {@link #alongside} runs cleanups every {@code interval} for as long
- *       as the consumer's stream is subscribed. A failing run (database down) is logged at WARN
+ *   <li><b>Runs by itself.</b> {@link #alongside} runs a cleanup at once and then each
+ *       {@code interval} after the previous run ended, for as long as the consumer's stream is
+ *       subscribed. A failing run (database down) is logged at WARN
  *       when failures start and every 10 minutes while they last, and retried at the next
  *       interval; it never ends the stream: the window only grows meanwhile.</li>
  * </ul>
@@ -170,17 +171,21 @@ public final class Retention {
     return Mono.error(new RetentionWindowException(message));
   }
 
-  /** Cleanup runs every interval, forever; a failed run is logged and the next one tries again. */
+  /**
+   * Cleanup runs forever, the first at once and each next one {@code interval} after the previous
+   * ended (a fixed delay: a run that took longer than the interval is not followed by another at
+   * once, so the consumer always gets the interval to itself); a failed run is logged and the next
+   * one tries again.
+   */
   private Flux<CleanupReport> schedule() {
     RetryWarnings warnings = new RetryWarnings(log, "Retention cleanup", Duration.ofMinutes(10));
-    return Flux.interval(Duration.ZERO, interval)
-        .onBackpressureDrop()
-        .concatMap(tick -> cleanupOnce()
-            .doOnSuccess(report -> warnings.succeeded())
-            .onErrorResume(error -> !JvmErrors.isFatal(error), error -> {
-              warnings.failed(error);
-              return Mono.empty();
-            }), 1);
+    return Mono.defer(this::cleanupOnce)
+        .doOnSuccess(report -> warnings.succeeded())
+        .onErrorResume(error -> !JvmErrors.isFatal(error), error -> {
+          warnings.failed(error);
+          return Mono.empty();
+        })
+        .repeatWhen(runsEnded -> runsEnded.concatMap(ended -> Mono.delay(interval)));
   }
 
   /**
