@@ -554,11 +554,18 @@ class RetentionIntegrationTests {
     baseline.sort(Long::compare);
     int cleaningFrom = durations.size();
     AtomicLong longestBatch = new AtomicLong();
-    running.add(retention.run().subscribe(report -> {
+    Disposable cleaning = retention.run().subscribe(report -> {
       events.run(report);
       report.tables().forEach(t -> longestBatch.accumulateAndGet(t.longestBatch().toNanos(), Math::max));
-    }));
+    });
+    running.add(cleaning);
     await().atMost(TIMEOUT).until(done::getAsBoolean);
+    // The cleanup stops once the run that was under way has reported (its events are all
+    // recorded then), so that its last events come before the consumer's last commits: left
+    // running, it would go on to empty slots of the live ids while the consumer stops.
+    int runsSoFar = events.runs().size();
+    await().atMost(TIMEOUT).until(() -> events.runs().size() > runsSoFar);
+    cleaning.dispose();
     // 200 more messages committed and settled after the cleanup ended (counting those the source
     // emitted instead would count the prefetch buffer, which may hold 200 before any commits).
     int settledAfter = outcomes.size() + 200;
