@@ -8,6 +8,9 @@ import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BiFunction;
 import java.util.function.Consumer;
 import java.util.function.Function;
@@ -24,9 +27,13 @@ import reactor.core.scheduler.Schedulers;
  * takes what has queued, up to the maximum size. So batches never wait to fill when the stream
  * is slow (unless a maximum wait is set), and grow with the load.
  *
- * <p>Items of one lane key always go to the same lane ({@code hash % lanes}), so their batches
- * are processed in order; items without a key go to the lane with the shortest queue.
- * Memory is bounded by the caller's demand: a lane only holds what was submitted to it.
+ * <p>Items of one lane key go to one lane for as long as any of them is queued, running, held
+ * back or off the lane, so their batches are processed in order; a key with nothing there goes
+ * to the least loaded lane (an idle one if any), so keys never crowd onto one lane by the
+ * accident of their hashes. Items without a key wait in one shared queue that every lane takes
+ * from when it forms a batch, so they never wait behind a running batch while a lane is idle.
+ * Memory is bounded by the caller's demand: the lanes only hold what was submitted to them, and
+ * only keys with items there have an entry.
  *
  * <p>A batch may move one of its items {@linkplain LaneControl#offLane off its lane} (an item that
  * waits to be retried): it then runs on its own, its lane goes on with the other keys, and the
@@ -68,6 +75,10 @@ public final class BatchLanes<I, O> implements Disposable {
   }
 
   private final List<Lane> lanes;
+  /** Items without a key, taken by whichever lane forms a batch next. Lock order: a lane, then this. */
+  private final ArrayDeque<Pending> shared = new ArrayDeque<>();
+  /** Keys with items on a lane: the lane and how many. */
+  private final ConcurrentHashMap<String, Owner> owners = new ConcurrentHashMap<>();
   private final int maxBatch;
   private final Duration maxWait;
   private final Function<I, String> laneKey;
@@ -110,21 +121,50 @@ public final class BatchLanes<I, O> implements Disposable {
   public Mono<O> submit(I item) {
     return Mono.create(sink -> {
       String key = laneKey.apply(item);
-      laneFor(key).enqueue(new Pending(item, key, sink));
+      Pending pending = new Pending(item, key, sink);
+      if (key == null) {
+        share(pending);
+      } else {
+        owners.compute(key, (k, owner) -> {
+          Owner o = owner != null ? owner : new Owner(leastLoaded());
+          o.items++;
+          return o;
+        }).lane.enqueue(pending);
+      }
     });
   }
 
-  private Lane laneFor(String key) {
-    if (key != null) {
-      return lanes.get(Math.floorMod(key.hashCode(), lanes.size()));
-    }
-    Lane shortest = lanes.get(0);
+  /** The lane with the fewest items, the first such; an idle lane has none. */
+  private Lane leastLoaded() {
+    Lane least = lanes.get(0);
     for (Lane lane : lanes) {
-      if (lane.size() < shortest.size()) {
-        shortest = lane;
+      if (lane.load.get() < least.load.get()) {
+        least = lane;
       }
     }
-    return shortest;
+    return least;
+  }
+
+  /** Queues an item without a key for the next batch of any lane, and starts an idle lane for it. */
+  private void share(Pending pending) {
+    synchronized (shared) {
+      if (!disposed) {
+        shared.add(pending);
+        pending = null;
+      }
+    }
+    if (pending != null) {
+      pending.abandon();
+      return;
+    }
+    // A lane that is running takes the item when its batch ends (it looks at the shared queue
+    // under its own lock before it stops, after the item was added): no item is left behind.
+    for (Lane lane : lanes) {
+      if (lane.tryStart()) {
+        lane.start();
+        return;
+      }
+    }
   }
 
   /** Cancels running batches and off-lane work (their transactions roll back) and abandons queued and held-back items. */
@@ -134,6 +174,12 @@ public final class BatchLanes<I, O> implements Disposable {
     for (Lane lane : lanes) {
       lane.dispose();
     }
+    List<Pending> left;
+    synchronized (shared) {
+      left = new ArrayList<>(shared);
+      shared.clear();
+    }
+    left.forEach(Pending::abandon);
   }
 
   @Override
@@ -141,15 +187,69 @@ public final class BatchLanes<I, O> implements Disposable {
     return disposed;
   }
 
+  /** A key's lane while it has items there. Guarded by the owners map's lock of the key. */
+  private final class Owner {
+    final Lane lane;
+    int items;
+
+    Owner(Lane lane) {
+      this.lane = lane;
+    }
+  }
+
   private final class Pending {
     final I item;
     final String key;
     final MonoSink<O> sink;
+    /** The lane that holds the item: set when it is queued on a lane or taken from the shared queue. */
+    volatile Lane lane;
+    private final AtomicBoolean done = new AtomicBoolean();
 
     Pending(I item, String key, MonoSink<O> sink) {
       this.item = item;
       this.key = key;
       this.sink = sink;
+    }
+
+    /** The item no longer counts for its lane's load (it ended, or runs off the lane). Once. */
+    synchronized void leaveLoad() {
+      Lane holder = lane;
+      lane = null;
+      if (holder != null) {
+        holder.load.decrementAndGet();
+      }
+    }
+
+    /** The item ended: it no longer counts for its lane's load nor holds its key there. Once. */
+    void leave() {
+      if (!done.compareAndSet(false, true)) {
+        return;
+      }
+      leaveLoad();
+      if (key != null) {
+        owners.computeIfPresent(key, (k, owner) -> --owner.items == 0 ? null : owner);
+      }
+    }
+
+    void succeed(O result) {
+      leave();
+      sink.success(result);
+    }
+
+    void succeed() {
+      leave();
+      sink.success();
+    }
+
+    void fail(Throwable error) {
+      leave();
+      sink.error(error);
+    }
+
+    void abandon() {
+      leave();
+      abandoned.accept(item);
+      sink.success();
     }
   }
 
@@ -162,14 +262,14 @@ public final class BatchLanes<I, O> implements Disposable {
     /** The running batch's items that still wait for a result. */
     private Map<I, Pending> current = new IdentityHashMap<>();
     private final Set<Disposable> offLane = java.util.Collections.newSetFromMap(new IdentityHashMap<>());
+    /** Items queued on this lane, in its running batch, held back or off the lane. */
+    final AtomicInteger load = new AtomicInteger();
     private boolean running;
     private Disposable currentBatch;
 
-    synchronized int size() {
-      return queue.size();
-    }
-
     void enqueue(Pending pending) {
+      pending.lane = this;
+      load.incrementAndGet();
       synchronized (this) {
         if (!disposed) {
           queue.add(pending);
@@ -180,10 +280,23 @@ public final class BatchLanes<I, O> implements Disposable {
         }
       }
       if (disposed) {
-        abandoned.accept(pending.item);
-        pending.sink.success();
+        pending.abandon();
         return;
       }
+      start();
+    }
+
+    /** Marks an idle lane as running; the caller then {@link #start}s it. */
+    synchronized boolean tryStart() {
+      if (running || disposed) {
+        return false;
+      }
+      running = true;
+      return true;
+    }
+
+    /** Forms the next batch of a lane marked running, at once or after the maximum wait. */
+    void start() {
       if (maxWait.isZero()) {
         runNext();
       } else {
@@ -214,6 +327,15 @@ public final class BatchLanes<I, O> implements Disposable {
             batch.add(p);
           }
         }
+        if (!disposed && batch.size() < maxBatch) {
+          synchronized (shared) {
+            for (Pending p; batch.size() < maxBatch && (p = shared.poll()) != null; ) {
+              p.lane = this;
+              load.incrementAndGet();
+              batch.add(p);
+            }
+          }
+        }
         if (batch.isEmpty() || disposed) {
           running = false;
           return;
@@ -235,21 +357,21 @@ public final class BatchLanes<I, O> implements Disposable {
             p = byItem.remove(itemOf.apply(result));
           }
           if (p != null) {
-            p.sink.success(result);
+            p.succeed(result);
           }
         }
 
         @Override
         protected void hookOnError(Throwable error) {
           for (Pending p : takeAll()) {
-            p.sink.error(error);
+            p.fail(error);
           }
         }
 
         @Override
         protected void hookOnComplete() {
           for (Pending p : takeAll()) {
-            p.sink.success();
+            p.succeed();
           }
           runNext();
         }
@@ -296,6 +418,7 @@ public final class BatchLanes<I, O> implements Disposable {
           held.computeIfAbsent(p.key, k -> new ArrayDeque<>());
         }
       }
+      p.leaveLoad(); // the lane is free for other work; the key stays here until the item ends
       Disposable.Swap subscription = reactor.core.Disposables.swap();
       synchronized (this) {
         offLane.add(subscription);
@@ -303,15 +426,15 @@ public final class BatchLanes<I, O> implements Disposable {
       subscription.update(work.subscribe(
           result -> {
             ended(p, subscription);
-            p.sink.success(result);
+            p.succeed(result);
           },
           error -> {
             ended(p, subscription);
-            p.sink.error(error);
+            p.fail(error);
           },
           () -> {
             if (ended(p, subscription)) {
-              p.sink.success();
+              p.succeed();
             }
           }));
     }
@@ -355,10 +478,7 @@ public final class BatchLanes<I, O> implements Disposable {
         batch.dispose();
       }
       cancelled.forEach(Disposable::dispose);
-      for (Pending p : left) {
-        abandoned.accept(p.item);
-        p.sink.success();
-      }
+      left.forEach(Pending::abandon);
     }
   }
 }
