@@ -8,9 +8,7 @@ import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BiFunction;
 import java.util.function.Consumer;
 import java.util.function.Function;
@@ -27,13 +25,14 @@ import reactor.core.scheduler.Schedulers;
  * takes what has queued, up to the maximum size. So batches never wait to fill when the stream
  * is slow (unless a maximum wait is set), and grow with the load.
  *
- * <p>Items of one lane key go to one lane for as long as any of them is queued, running, held
- * back or off the lane, so their batches are processed in order; a key with nothing there goes
- * to the least loaded lane (an idle one if any), so keys never crowd onto one lane by the
- * accident of their hashes. Items without a key wait in one shared queue that every lane takes
- * from when it forms a batch, so they never wait behind a running batch while a lane is idle.
- * Memory is bounded by the caller's demand: the lanes only hold what was submitted to them, and
- * only keys with items there have an entry.
+ * <p>Items wait in one shared queue, in arrival order, and whichever lane forms a batch first takes
+ * from it: an item never waits behind a running batch while a lane is idle. A lane that takes an
+ * item with a key claims the key: the key's items go to that lane (after its items that were
+ * still in the shared queue) for as long as any of them is queued there, running, held back or
+ * off the lane, so a key's batches run in order; once none is left, the key is free again. So a
+ * slow batch holds back only the later items of its own keys, and keys never crowd onto one
+ * lane. Memory is bounded by the caller's demand: the lanes only hold what was submitted to
+ * them, and only keys with items there have an entry.
  *
  * <p>A batch may move one of its items {@linkplain LaneControl#offLane off its lane} (an item that
  * waits to be retried): it then runs on its own, its lane goes on with the other keys, and the
@@ -75,10 +74,15 @@ public final class BatchLanes<I, O> implements Disposable {
   }
 
   private final List<Lane> lanes;
-  /** Items without a key, taken by whichever lane forms a batch next. Lock order: a lane, then this. */
+  /** Guards {@link #shared} and {@link #owners}. Lock order: a lane, then this. */
+  private final Object claims = new Object();
+  /**
+   * Items no lane took yet, in arrival order: those without a key, and for each unclaimed key the
+   * first of its items (the others wait in its {@link Owner}).
+   */
   private final ArrayDeque<Pending> shared = new ArrayDeque<>();
-  /** Keys with items on a lane: the lane and how many. */
-  private final ConcurrentHashMap<String, Owner> owners = new ConcurrentHashMap<>();
+  /** Keys with items anywhere in the lanes: the lane that claimed them, if any, and how many. */
+  private final Map<String, Owner> owners = new HashMap<>();
   private final int maxBatch;
   private final Duration maxWait;
   private final Function<I, String> laneKey;
@@ -122,49 +126,44 @@ public final class BatchLanes<I, O> implements Disposable {
     return Mono.create(sink -> {
       String key = laneKey.apply(item);
       Pending pending = new Pending(item, key, sink);
-      if (key == null) {
-        share(pending);
+      Lane claimed = null;
+      boolean refused = false;
+      synchronized (claims) {
+        if (disposed) {
+          refused = true;
+          pending.key = null; // not counted for its key
+        } else if (key == null) {
+          shared.add(pending);
+        } else {
+          Owner owner = owners.get(key);
+          if (owner == null) {
+            owner = new Owner();
+            owners.put(key, owner);
+            shared.add(pending);
+          }
+          owner.items++;
+          if (owner.lane != null) {
+            claimed = owner.lane;
+          } else {
+            owner.waiting.add(pending);
+          }
+        }
+      }
+      if (refused) {
+        pending.abandon();
+      } else if (claimed != null) {
+        claimed.enqueue(pending);
       } else {
-        owners.compute(key, (k, owner) -> {
-          Owner o = owner != null ? owner : new Owner(leastLoaded());
-          o.items++;
-          return o;
-        }).lane.enqueue(pending);
+        // A running lane takes the item when its batch ends (it looks at the shared queue under
+        // its own lock before it stops, after the item was added): no item is left behind.
+        for (Lane lane : lanes) {
+          if (lane.tryStart()) {
+            lane.start();
+            break;
+          }
+        }
       }
     });
-  }
-
-  /** The lane with the fewest items, the first such; an idle lane has none. */
-  private Lane leastLoaded() {
-    Lane least = lanes.get(0);
-    for (Lane lane : lanes) {
-      if (lane.load.get() < least.load.get()) {
-        least = lane;
-      }
-    }
-    return least;
-  }
-
-  /** Queues an item without a key for the next batch of any lane, and starts an idle lane for it. */
-  private void share(Pending pending) {
-    synchronized (shared) {
-      if (!disposed) {
-        shared.add(pending);
-        pending = null;
-      }
-    }
-    if (pending != null) {
-      pending.abandon();
-      return;
-    }
-    // A lane that is running takes the item when its batch ends (it looks at the shared queue
-    // under its own lock before it stops, after the item was added): no item is left behind.
-    for (Lane lane : lanes) {
-      if (lane.tryStart()) {
-        lane.start();
-        return;
-      }
-    }
   }
 
   /** Cancels running batches and off-lane work (their transactions roll back) and abandons queued and held-back items. */
@@ -174,9 +173,16 @@ public final class BatchLanes<I, O> implements Disposable {
     for (Lane lane : lanes) {
       lane.dispose();
     }
-    List<Pending> left;
-    synchronized (shared) {
-      left = new ArrayList<>(shared);
+    List<Pending> left = new ArrayList<>();
+    synchronized (claims) {
+      for (Pending first : shared) {
+        Owner owner = first.key == null ? null : owners.get(first.key);
+        if (owner != null && owner.waiting != null) {
+          left.addAll(owner.waiting);
+        } else {
+          left.add(first);
+        }
+      }
       shared.clear();
     }
     left.forEach(Pending::abandon);
@@ -187,22 +193,21 @@ public final class BatchLanes<I, O> implements Disposable {
     return disposed;
   }
 
-  /** A key's lane while it has items there. Guarded by the owners map's lock of the key. */
+  /** A key with items in the lanes. Guarded by {@link #claims}. */
   private final class Owner {
-    final Lane lane;
+    /** The lane that claimed the key, or null while its items wait in the shared queue. */
+    Lane lane;
+    /** Its items in the shared queue, in order, until a lane claims it; then null. */
+    ArrayDeque<Pending> waiting = new ArrayDeque<>();
+    /** Its items anywhere in the lanes. */
     int items;
-
-    Owner(Lane lane) {
-      this.lane = lane;
-    }
   }
 
   private final class Pending {
     final I item;
-    final String key;
+    /** The item's key, counted in its {@link Owner}; null for none. */
+    String key;
     final MonoSink<O> sink;
-    /** The lane that holds the item: set when it is queued on a lane or taken from the shared queue. */
-    volatile Lane lane;
     private final AtomicBoolean done = new AtomicBoolean();
 
     Pending(I item, String key, MonoSink<O> sink) {
@@ -211,24 +216,20 @@ public final class BatchLanes<I, O> implements Disposable {
       this.sink = sink;
     }
 
-    /** The item no longer counts for its lane's load (it ended, or runs off the lane). Once. */
-    synchronized void leaveLoad() {
-      Lane holder = lane;
-      lane = null;
-      if (holder != null) {
-        holder.load.decrementAndGet();
-      }
-    }
-
-    /** The item ended: it no longer counts for its lane's load nor holds its key there. Once. */
-    void leave() {
+    /** The item ended: it no longer holds its key on its lane; the last one frees the key. Once: false after the first call. */
+    boolean leave() {
       if (!done.compareAndSet(false, true)) {
-        return;
+        return false;
       }
-      leaveLoad();
       if (key != null) {
-        owners.computeIfPresent(key, (k, owner) -> --owner.items == 0 ? null : owner);
+        synchronized (claims) {
+          Owner owner = owners.get(key);
+          if (owner != null && --owner.items == 0) {
+            owners.remove(key);
+          }
+        }
       }
+      return true;
     }
 
     void succeed(O result) {
@@ -247,9 +248,10 @@ public final class BatchLanes<I, O> implements Disposable {
     }
 
     void abandon() {
-      leave();
-      abandoned.accept(item);
-      sink.success();
+      if (leave()) {
+        abandoned.accept(item);
+        sink.success();
+      }
     }
   }
 
@@ -262,14 +264,10 @@ public final class BatchLanes<I, O> implements Disposable {
     /** The running batch's items that still wait for a result. */
     private Map<I, Pending> current = new IdentityHashMap<>();
     private final Set<Disposable> offLane = java.util.Collections.newSetFromMap(new IdentityHashMap<>());
-    /** Items queued on this lane, in its running batch, held back or off the lane. */
-    final AtomicInteger load = new AtomicInteger();
     private boolean running;
     private Disposable currentBatch;
 
     void enqueue(Pending pending) {
-      pending.lane = this;
-      load.incrementAndGet();
       synchronized (this) {
         if (!disposed) {
           queue.add(pending);
@@ -328,11 +326,22 @@ public final class BatchLanes<I, O> implements Disposable {
           }
         }
         if (!disposed && batch.size() < maxBatch) {
-          synchronized (shared) {
+          synchronized (claims) {
             for (Pending p; batch.size() < maxBatch && (p = shared.poll()) != null; ) {
-              p.lane = this;
-              load.incrementAndGet();
-              batch.add(p);
+              Owner owner = p.key == null ? null : owners.get(p.key);
+              if (owner == null) {
+                batch.add(p);
+                continue;
+              }
+              // The first item of an unclaimed key: this lane claims the key and takes its items in
+              // order, queueing what does not fit ahead of the key's later items, which come here now.
+              owner.lane = this;
+              ArrayDeque<Pending> waiting = owner.waiting;
+              owner.waiting = null;
+              while (!waiting.isEmpty() && batch.size() < maxBatch) {
+                batch.add(waiting.poll());
+              }
+              queue.addAll(waiting);
             }
           }
         }
@@ -418,7 +427,6 @@ public final class BatchLanes<I, O> implements Disposable {
           held.computeIfAbsent(p.key, k -> new ArrayDeque<>());
         }
       }
-      p.leaveLoad(); // the lane is free for other work; the key stays here until the item ends
       Disposable.Swap subscription = reactor.core.Disposables.swap();
       synchronized (this) {
         offLane.add(subscription);

@@ -19,9 +19,9 @@ import reactor.core.publisher.Sinks;
 import reactor.core.scheduler.Schedulers;
 
 /**
- * How {@link BatchLanes} spreads items: a key stays on one lane while it has items there and
- * otherwise goes to the least loaded lane; items without a key go to whichever lane forms a batch
- * first. Batches here end when the test releases them, so every step is deterministic (the
+ * How {@link BatchLanes} spreads items: whichever lane forms a batch first takes the waiting
+ * items; a key stays on the lane that took it while it has items there, and is free again once
+ * it has none. Batches here end when the test releases them, so every step is deterministic (the
  * lanes start batches on the submitting thread when no maximum wait is set).
  */
 class BatchLanesTests {
@@ -86,13 +86,46 @@ class BatchLanesTests {
   }
 
   @Test
-  void aKeyWithNothingLeftOnItsLaneGoesToTheLeastLoadedLane() {
+  void aKeyWithNothingLeftOnItsLaneIsFreeForAnyLane() {
     BatchLanes<Item, Item> lanes = lanes(2, 16);
     submit(lanes, "a", 1);
     batches.release(0); // a has nothing left on lane 0
     submit(lanes, "b", 1); // both lanes idle: lane 0
-    submit(lanes, "a", 2); // lane 0 runs b: a goes to lane 1 and starts at once
+    submit(lanes, "a", 2); // lane 0 runs b: lane 1 takes a and starts at once
     assertThat(batches.formed).containsExactly(List.of(new Item("a", 1)), List.of(new Item("b", 1)), List.of(new Item("a", 2)));
+  }
+
+  @Test
+  void aSlowBatchHoldsBackOnlyTheLaterItemsOfItsOwnKeys() {
+    BatchLanes<Item, Item> lanes = lanes(2, 16);
+    submit(lanes, "a", 1); // lane 0, and it stays running (slow)
+    submit(lanes, "b", 1); // lane 1
+    submit(lanes, "b", 2); // b is lane 1's: queued there
+    submit(lanes, "a", 2); // a is lane 0's: queued behind a1
+    submit(lanes, "c", 1); // c is nobody's: waits for the first lane to form a batch
+    batches.release(1);
+    assertThat(batches.formed).hasSize(3);
+    assertThat(batches.formed.get(2)).as("lane 1's next batch, while a1 still runs").containsExactly(new Item("b", 2), new Item("c", 1));
+    batches.release(2);
+    assertThat(results).containsExactly(new Item("b", 1), new Item("b", 2), new Item("c", 1));
+    batches.release(0);
+    assertThat(batches.formed.get(3)).containsExactly(new Item("a", 2));
+  }
+
+  @Test
+  void aLaneThatTakesAKeyTakesItsWaitingItemsInOrderAndTheRestQueueAheadOfLaterOnes() {
+    BatchLanes<Item, Item> lanes = lanes(1, 2);
+    submit(lanes, "x", 1);
+    submit(lanes, "a", 1);
+    submit(lanes, "a", 2);
+    submit(lanes, "a", 3);
+    batches.release(0);
+    assertThat(batches.formed.get(1)).containsExactly(new Item("a", 1), new Item("a", 2));
+    submit(lanes, "a", 4); // a is the lane's now: queued after a3
+    batches.release(1);
+    assertThat(batches.formed.get(2)).containsExactly(new Item("a", 3), new Item("a", 4));
+    batches.release(2);
+    assertThat(results).containsExactly(new Item("x", 1), new Item("a", 1), new Item("a", 2), new Item("a", 3), new Item("a", 4));
   }
 
   @Test
