@@ -83,6 +83,8 @@ public final class BatchLanes<I, O> implements Disposable {
   private final ArrayDeque<Pending> shared = new ArrayDeque<>();
   /** Keys with items anywhere in the lanes: the lane that claimed them, if any, and how many. */
   private final Map<String, Owner> owners = new HashMap<>();
+  /** The arrival order of submitted items. Guarded by {@link #claims}. */
+  private long sequence;
   private final int maxBatch;
   private final Duration maxWait;
   private final Function<I, String> laneKey;
@@ -129,6 +131,7 @@ public final class BatchLanes<I, O> implements Disposable {
       Lane claimed = null;
       boolean refused = false;
       synchronized (claims) {
+        pending.seq = ++sequence;
         if (disposed) {
           refused = true;
           pending.key = null; // not counted for its key
@@ -208,6 +211,8 @@ public final class BatchLanes<I, O> implements Disposable {
     /** The item's key, counted in its {@link Owner}; null for none. */
     String key;
     final MonoSink<O> sink;
+    /** Its place in the arrival order. */
+    long seq;
     private final AtomicBoolean done = new AtomicBoolean();
 
     Pending(I item, String key, MonoSink<O> sink) {
@@ -315,34 +320,39 @@ public final class BatchLanes<I, O> implements Disposable {
           }
         }
         released.clear();
-        for (java.util.Iterator<Pending> it = queue.iterator(); it.hasNext() && batch.size() < maxBatch; ) {
-          Pending p = it.next();
-          it.remove();
-          ArrayDeque<Pending> waiting = p.key == null ? null : held.get(p.key);
-          if (waiting != null) {
-            waiting.add(p);
-          } else {
-            batch.add(p);
-          }
-        }
-        if (!disposed && batch.size() < maxBatch) {
-          synchronized (claims) {
-            for (Pending p; batch.size() < maxBatch && (p = shared.poll()) != null; ) {
-              Owner owner = p.key == null ? null : owners.get(p.key);
-              if (owner == null) {
-                batch.add(p);
-                continue;
-              }
-              // The first item of an unclaimed key: this lane claims the key and takes its items in
-              // order, queueing what does not fit ahead of the key's later items, which come here now.
-              owner.lane = this;
-              ArrayDeque<Pending> waiting = owner.waiting;
-              owner.waiting = null;
-              while (!waiting.isEmpty() && batch.size() < maxBatch) {
-                batch.add(waiting.poll());
-              }
-              queue.addAll(waiting);
+        // The lane's own items and the shared ones, oldest first: neither waits on the other for
+        // long, however busy the lane's own keys are.
+        synchronized (claims) {
+          Pending own = nextOwn();
+          while (batch.size() < maxBatch) {
+            Pending first = disposed ? null : shared.peek();
+            if (own == null && first == null) {
+              break;
             }
+            if (first == null || (own != null && own.seq < first.seq)) {
+              batch.add(own);
+              own = nextOwn();
+              continue;
+            }
+            shared.poll();
+            Owner owner = first.key == null ? null : owners.get(first.key);
+            if (owner == null) {
+              batch.add(first);
+              continue;
+            }
+            // The first item of an unclaimed key: this lane claims the key and takes its items in
+            // order, queueing what does not fit (the batch is full then) ahead of the key's later
+            // items, which come to this lane from now on.
+            owner.lane = this;
+            ArrayDeque<Pending> waiting = owner.waiting;
+            owner.waiting = null;
+            while (!waiting.isEmpty() && batch.size() < maxBatch) {
+              batch.add(waiting.poll());
+            }
+            queue.addAll(waiting);
+          }
+          if (own != null) {
+            queue.addFirst(own);
           }
         }
         if (batch.isEmpty() || disposed) {
@@ -397,6 +407,18 @@ public final class BatchLanes<I, O> implements Disposable {
         currentBatch = subscriber;
       }
       Flux.defer(() -> processor.apply(items, this)).subscribe(subscriber);
+    }
+
+    /** The next item of the lane's queue whose key is not held back (those go to their key's held items); null when none. */
+    private Pending nextOwn() {
+      for (Pending p; (p = queue.poll()) != null; ) {
+        ArrayDeque<Pending> waiting = p.key == null ? null : held.get(p.key);
+        if (waiting == null) {
+          return p;
+        }
+        waiting.add(p);
+      }
+      return null;
     }
 
     @Override

@@ -129,6 +129,20 @@ class BatchLanesTests {
   }
 
   @Test
+  void aLanesOwnBusyKeysDoNotStarveTheItemsWaitingForAnyLane() {
+    BatchLanes<Item, Item> lanes = lanes(1, 1);
+    submit(lanes, "a", 1);
+    submit(lanes, "a", 2); // a is the lane's
+    submit(lanes, "b", 1); // waits for any lane
+    submit(lanes, "a", 3);
+    for (int batch = 0; batch < 4; batch++) {
+      batches.release(batch);
+    }
+    assertThat(batches.formed).as("oldest first across the lane's queue and the shared one")
+        .containsExactly(List.of(new Item("a", 1)), List.of(new Item("a", 2)), List.of(new Item("b", 1)), List.of(new Item("a", 3)));
+  }
+
+  @Test
   void itemsWithoutAKeyNeverWaitBehindARunningBatchWhileALaneIsIdle() {
     BatchLanes<Item, Item> lanes = lanes(3, 16);
     submit(lanes, null, 1);
