@@ -7,18 +7,23 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.stream.IntStream;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.ListOffsetsResult;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 /**
@@ -80,8 +85,33 @@ final class KafkaEnv implements AutoCloseable {
     return where;
   }
 
+  /**
+   * Creates the topic and waits until the broker names a leader for every partition: an idempotent
+   * producer that writes an instant after the creation can otherwise have its first batches
+   * rejected for good (OUT_OF_ORDER_SEQUENCE_NUMBER, retried until the delivery timeout).
+   */
   void createTopic(String topic, int partitions) throws Exception {
     admin.createTopics(List.of(new NewTopic(topic, partitions, (short) 1))).all().get(60, TimeUnit.SECONDS);
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+    while (!hasLeaders(topic, partitions)) {
+      if (System.nanoTime() > deadline) {
+        throw new IllegalStateException("topic " + topic + " has no leader for each of its " + partitions + " partitions after 60 s");
+      }
+      Thread.sleep(50);
+    }
+  }
+
+  private boolean hasLeaders(String topic, int partitions) throws Exception {
+    try {
+      TopicDescription description = admin.describeTopics(List.of(topic)).allTopicNames().get(10, TimeUnit.SECONDS).get(topic);
+      return description.partitions().size() == partitions
+          && description.partitions().stream().allMatch(p -> p.leader() != null && !p.leader().isEmpty());
+    } catch (ExecutionException e) {
+      if (e.getCause() instanceof UnknownTopicOrPartitionException) {
+        return false;
+      }
+      throw e;
+    }
   }
 
   void deleteTopic(String topic) {
@@ -114,21 +144,36 @@ final class KafkaEnv implements AutoCloseable {
     return record;
   }
 
-  /** Publishes the whole workload in order and waits until the broker acknowledged every record. */
+  /**
+   * Publishes the whole workload in order and waits until the broker acknowledged every record.
+   * Records whose send failed (they were not written) are sent again by a new producer, at most
+   * twice, each time said on the console; the count of records in the topic is checked after.
+   */
   void publish(String topic, Workload workload) throws Exception {
-    AtomicReference<Exception> failure = new AtomicReference<>();
-    try (KafkaProducer<byte[], byte[]> producer = producer(10)) {
-      for (int i = 0; i < workload.total(); i++) {
-        producer.send(record(topic, workload, i, 0), (metadata, error) -> {
-          if (error != null) {
-            failure.compareAndSet(null, error);
-          }
-        });
+    List<Integer> pending = IntStream.range(0, workload.total()).boxed().toList();
+    for (int round = 1; !pending.isEmpty(); round++) {
+      List<Integer> failed = new CopyOnWriteArrayList<>();
+      AtomicReference<Exception> failure = new AtomicReference<>();
+      try (KafkaProducer<byte[], byte[]> producer = producer(10)) {
+        for (int i : pending) {
+          producer.send(record(topic, workload, i, 0), (metadata, error) -> {
+            if (error != null) {
+              failed.add(i);
+              failure.compareAndSet(null, error);
+            }
+          });
+        }
+        producer.flush();
       }
-      producer.flush();
-    }
-    if (failure.get() != null) {
-      throw new IllegalStateException("publishing to " + topic + " failed", failure.get());
+      if (!failed.isEmpty()) {
+        if (round == 3) {
+          throw new IllegalStateException("publishing to " + topic + " failed: " + failed.size() + " records not written after 3 rounds",
+              failure.get());
+        }
+        System.out.printf("[kafka] %d of %d records were not written to %s (%s); sending them again%n", failed.size(), pending.size(),
+            topic, failure.get());
+      }
+      pending = failed.stream().sorted().toList();
     }
     long published = endOffsets(topic).values().stream().mapToLong(Long::longValue).sum();
     if (published != workload.total()) {
