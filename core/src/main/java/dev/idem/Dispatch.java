@@ -2,7 +2,6 @@ package dev.idem;
 
 import dev.idem.internal.BatchLanes;
 import dev.idem.internal.BoundedMerge;
-import dev.idem.internal.KeyedLanes;
 import java.time.Duration;
 import java.util.List;
 import java.util.function.BiFunction;
@@ -11,10 +10,11 @@ import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
 /**
- * The first stage: takes the received deliveries, at most {@code prefetch} buffered and at most
- * {@code concurrency} in flight, in the order the {@link Ordering} mode asks for, to the
- * {@link MessagePath} one by one or, with batching, to the {@link BatchPath} in micro-batches
- * formed by {@link BatchLanes}.
+ * The first stage, the same in both modes: takes the received deliveries, at most
+ * {@code prefetch} taken and not yet settled, to {@code concurrency} {@link BatchLanes}, which
+ * keep the order the {@link Ordering} mode asks for. With batching each lane's micro-batches go
+ * to the {@link BatchPath}; with {@code maxBatchSize(1)} each lane's "batch" is one message, which
+ * goes to the {@link MessagePath} (the path a batch hands a failing message to).
  *
  * @param <T> the payload type
  */
@@ -42,20 +42,15 @@ final class Dispatch<T> {
    */
   Flux<Outcome<T>> outcomes(Flux<Delivery<T>> received, Function<Delivery<T>, Mono<Outcome<T>>> message,
       BiFunction<List<Delivery<T>>, BatchLanes.LaneControl<Delivery<T>, Outcome<T>>, Flux<Outcome<T>>> batch) {
-    if (maxBatchSize > 1) {
-      // The merge's demand alone bounds the messages buffered and in flight to the prefetch.
-      return Flux.using(
-          () -> new BatchLanes<Delivery<T>, Outcome<T>>(concurrency, maxBatchSize, batchMaxWait,
-              d -> ordering == Ordering.UNORDERED ? null : laneKey(d), batch, Outcome::delivery, metrics::abandoned),
-          lanes -> BoundedMerge.merge(received, lanes::submit, prefetch),
-          BatchLanes::dispose);
-    }
-    Flux<Delivery<T>> buffered = received.limitRate(prefetch);
-    if (ordering == Ordering.UNORDERED) {
-      return buffered.flatMap(message, concurrency, 1);
-    }
-    KeyedLanes lanes = new KeyedLanes();
-    return buffered.flatMap(d -> lanes.run(laneKey(d), message.apply(d)), concurrency, 1);
+    boolean batching = maxBatchSize > 1;
+    BiFunction<List<Delivery<T>>, BatchLanes.LaneControl<Delivery<T>, Outcome<T>>, Flux<Outcome<T>>> run =
+        batching ? batch : (one, lane) -> message.apply(one.get(0)).flux();
+    // The merge's demand alone bounds the messages buffered and in flight to the prefetch.
+    return Flux.using(
+        () -> new BatchLanes<Delivery<T>, Outcome<T>>(concurrency, maxBatchSize, batching ? batchMaxWait : Duration.ZERO,
+            d -> ordering == Ordering.UNORDERED ? null : laneKey(d), run, Outcome::delivery, metrics::abandoned),
+        lanes -> BoundedMerge.merge(received, lanes::submit, prefetch),
+        BatchLanes::dispose);
   }
 
   private String laneKey(Delivery<T> delivery) {

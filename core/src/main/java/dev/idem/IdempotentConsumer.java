@@ -79,10 +79,10 @@ import reactor.core.publisher.Flux;
  * <h2>Stages</h2>
  * <p>In the order a message meets them (the classes are internal to this package):
  * <ol>
- *   <li><b>Dispatch</b> ({@code Dispatch}): at most {@code prefetch} messages buffered, at most
- *       {@code concurrency} in flight, ordered per the {@link Ordering} mode; with batching, lanes
- *       that form micro-batches ({@code BatchLanes}), else one message at a time per key
- *       ({@code KeyedLanes}).</li>
+ *   <li><b>Dispatch</b> ({@code Dispatch}): at most {@code prefetch} messages taken and not yet
+ *       settled, {@code concurrency} lanes ({@code BatchLanes}) that keep the order the
+ *       {@link Ordering} mode asks for and form micro-batches, of one message each with
+ *       {@code maxBatchSize(1)}: one dispatcher for both modes.</li>
  *   <li><b>Validation</b> ({@code DeliveryValidation}): bad input is dead-lettered at once.</li>
  *   <li><b>The path</b>: {@code MessagePath} for one message, {@code BatchPath} for a micro-batch;
  *       a batch path hands a message that made its batch fail to the message path, off its lane.</li>

@@ -136,8 +136,13 @@ class GracefulShutdownIntegrationTests {
     }
     assertThat(running.outcomes).hasSize(handlerStarted.size());
     assertThat(running.outcomes).allMatch(o -> o.status() == Outcome.Status.PROCESSED);
-    assertThat(report.notStarted()).isPositive();
+    // The stop left messages unstarted; those it received are counted (with batches, lanes take
+    // every message they receive into a running batch when they can, so that count may be 0).
+    assertThat(handlerStarted).as("messages started before the stop").hasSizeLessThan(deliveries.size());
     assertThat(report.notStarted()).isLessThanOrEqualTo(deliveries.size() - handlerStarted.size());
+    if (maxBatchSize == 1) {
+      assertThat(report.notStarted()).as("messages received that waited for their turn, not started").isPositive();
+    }
     // The same result for a second call.
     assertThat(shutdown.stop(Duration.ZERO).block(TIMEOUT)).isEqualTo(report);
     assertThat(shutdown.isStopping()).isTrue();

@@ -43,7 +43,7 @@ record IdemSetting(String id, Ordering ordering, int concurrency, int prefetch, 
     return new IdemSetting(id, ordering, concurrency, prefetch, maxBatchSize, true);
   }
 
-  /** Idem's defaults (BY_KEY, concurrency 8, prefetch 256, batches of up to 64) with the per-message {@link Handler}. */
+  /** Idem's defaults ({@code IdempotentConsumer.DEFAULT_*}: BY_KEY, concurrency 8, prefetch 1024, batches of up to 128) with the per-message {@link Handler}. */
   static IdemSetting defaults(String id) {
     return new IdemSetting(id, IdempotentConsumer.DEFAULT_ORDERING, IdempotentConsumer.DEFAULT_CONCURRENCY,
         IdempotentConsumer.DEFAULT_PREFETCH, IdempotentConsumer.DEFAULT_MAX_BATCH_SIZE, false);

@@ -8,6 +8,7 @@ import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.BiFunction;
 import java.util.function.Consumer;
 import java.util.function.Function;
@@ -24,9 +25,14 @@ import reactor.core.scheduler.Schedulers;
  * takes what has queued, up to the maximum size. So batches never wait to fill when the stream
  * is slow (unless a maximum wait is set), and grow with the load.
  *
- * <p>Items of one lane key always go to the same lane ({@code hash % lanes}), so their batches
- * are processed in order; items without a key go to the lane with the shortest queue.
- * Memory is bounded by the caller's demand: a lane only holds what was submitted to it.
+ * <p>Items wait in one shared queue, in arrival order, and whichever lane forms a batch first takes
+ * from it: an item never waits behind a running batch while a lane is idle. A lane that takes an
+ * item with a key claims the key: the key's items go to that lane (after its items that were
+ * still in the shared queue) for as long as any of them is queued there, running, held back or
+ * off the lane, so a key's batches run in order; once none is left, the key is free again. So a
+ * slow batch holds back only the later items of its own keys, and keys never crowd onto one
+ * lane. Memory is bounded by the caller's demand: the lanes only hold what was submitted to
+ * them, and only keys with items there have an entry.
  *
  * <p>A batch may move one of its items {@linkplain LaneControl#offLane off its lane} (an item that
  * waits to be retried): it then runs on its own, its lane goes on with the other keys, and the
@@ -68,6 +74,17 @@ public final class BatchLanes<I, O> implements Disposable {
   }
 
   private final List<Lane> lanes;
+  /** Guards {@link #shared} and {@link #owners}. Lock order: a lane, then this. */
+  private final Object claims = new Object();
+  /**
+   * Items no lane took yet, in arrival order: those without a key, and for each unclaimed key the
+   * first of its items (the others wait in its {@link Owner}).
+   */
+  private final ArrayDeque<Pending> shared = new ArrayDeque<>();
+  /** Keys with items anywhere in the lanes: the lane that claimed them, if any, and how many. */
+  private final Map<String, Owner> owners = new HashMap<>();
+  /** The arrival order of submitted items. Guarded by {@link #claims}. */
+  private long sequence;
   private final int maxBatch;
   private final Duration maxWait;
   private final Function<I, String> laneKey;
@@ -110,21 +127,46 @@ public final class BatchLanes<I, O> implements Disposable {
   public Mono<O> submit(I item) {
     return Mono.create(sink -> {
       String key = laneKey.apply(item);
-      laneFor(key).enqueue(new Pending(item, key, sink));
-    });
-  }
-
-  private Lane laneFor(String key) {
-    if (key != null) {
-      return lanes.get(Math.floorMod(key.hashCode(), lanes.size()));
-    }
-    Lane shortest = lanes.get(0);
-    for (Lane lane : lanes) {
-      if (lane.size() < shortest.size()) {
-        shortest = lane;
+      Pending pending = new Pending(item, key, sink);
+      Lane claimed = null;
+      boolean refused = false;
+      synchronized (claims) {
+        pending.seq = ++sequence;
+        if (disposed) {
+          refused = true;
+          pending.key = null; // not counted for its key
+        } else if (key == null) {
+          shared.add(pending);
+        } else {
+          Owner owner = owners.get(key);
+          if (owner == null) {
+            owner = new Owner();
+            owners.put(key, owner);
+            shared.add(pending);
+          }
+          owner.items++;
+          if (owner.lane != null) {
+            claimed = owner.lane;
+          } else {
+            owner.waiting.add(pending);
+          }
+        }
       }
-    }
-    return shortest;
+      if (refused) {
+        pending.abandon();
+      } else if (claimed != null) {
+        claimed.enqueue(pending);
+      } else {
+        // A running lane takes the item when its batch ends (it looks at the shared queue under
+        // its own lock before it stops, after the item was added): no item is left behind.
+        for (Lane lane : lanes) {
+          if (lane.tryStart()) {
+            lane.start();
+            break;
+          }
+        }
+      }
+    });
   }
 
   /** Cancels running batches and off-lane work (their transactions roll back) and abandons queued and held-back items. */
@@ -134,6 +176,19 @@ public final class BatchLanes<I, O> implements Disposable {
     for (Lane lane : lanes) {
       lane.dispose();
     }
+    List<Pending> left = new ArrayList<>();
+    synchronized (claims) {
+      for (Pending first : shared) {
+        Owner owner = first.key == null ? null : owners.get(first.key);
+        if (owner != null && owner.waiting != null) {
+          left.addAll(owner.waiting);
+        } else {
+          left.add(first);
+        }
+      }
+      shared.clear();
+    }
+    left.forEach(Pending::abandon);
   }
 
   @Override
@@ -141,15 +196,67 @@ public final class BatchLanes<I, O> implements Disposable {
     return disposed;
   }
 
+  /** A key with items in the lanes. Guarded by {@link #claims}. */
+  private final class Owner {
+    /** The lane that claimed the key, or null while its items wait in the shared queue. */
+    Lane lane;
+    /** Its items in the shared queue, in order, until a lane claims it; then null. */
+    ArrayDeque<Pending> waiting = new ArrayDeque<>();
+    /** Its items anywhere in the lanes. */
+    int items;
+  }
+
   private final class Pending {
     final I item;
-    final String key;
+    /** The item's key, counted in its {@link Owner}; null for none. */
+    String key;
     final MonoSink<O> sink;
+    /** Its place in the arrival order. */
+    long seq;
+    private final AtomicBoolean done = new AtomicBoolean();
 
     Pending(I item, String key, MonoSink<O> sink) {
       this.item = item;
       this.key = key;
       this.sink = sink;
+    }
+
+    /** The item ended: it no longer holds its key on its lane; the last one frees the key. Once: false after the first call. */
+    boolean leave() {
+      if (!done.compareAndSet(false, true)) {
+        return false;
+      }
+      if (key != null) {
+        synchronized (claims) {
+          Owner owner = owners.get(key);
+          if (owner != null && --owner.items == 0) {
+            owners.remove(key);
+          }
+        }
+      }
+      return true;
+    }
+
+    void succeed(O result) {
+      leave();
+      sink.success(result);
+    }
+
+    void succeed() {
+      leave();
+      sink.success();
+    }
+
+    void fail(Throwable error) {
+      leave();
+      sink.error(error);
+    }
+
+    void abandon() {
+      if (leave()) {
+        abandoned.accept(item);
+        sink.success();
+      }
     }
   }
 
@@ -165,10 +272,6 @@ public final class BatchLanes<I, O> implements Disposable {
     private boolean running;
     private Disposable currentBatch;
 
-    synchronized int size() {
-      return queue.size();
-    }
-
     void enqueue(Pending pending) {
       synchronized (this) {
         if (!disposed) {
@@ -180,10 +283,23 @@ public final class BatchLanes<I, O> implements Disposable {
         }
       }
       if (disposed) {
-        abandoned.accept(pending.item);
-        pending.sink.success();
+        pending.abandon();
         return;
       }
+      start();
+    }
+
+    /** Marks an idle lane as running; the caller then {@link #start}s it. */
+    synchronized boolean tryStart() {
+      if (running || disposed) {
+        return false;
+      }
+      running = true;
+      return true;
+    }
+
+    /** Forms the next batch of a lane marked running, at once or after the maximum wait. */
+    void start() {
       if (maxWait.isZero()) {
         runNext();
       } else {
@@ -204,14 +320,39 @@ public final class BatchLanes<I, O> implements Disposable {
           }
         }
         released.clear();
-        for (java.util.Iterator<Pending> it = queue.iterator(); it.hasNext() && batch.size() < maxBatch; ) {
-          Pending p = it.next();
-          it.remove();
-          ArrayDeque<Pending> waiting = p.key == null ? null : held.get(p.key);
-          if (waiting != null) {
-            waiting.add(p);
-          } else {
-            batch.add(p);
+        // The lane's own items and the shared ones, oldest first: neither waits on the other for
+        // long, however busy the lane's own keys are.
+        synchronized (claims) {
+          Pending own = nextOwn();
+          while (batch.size() < maxBatch) {
+            Pending first = disposed ? null : shared.peek();
+            if (own == null && first == null) {
+              break;
+            }
+            if (first == null || (own != null && own.seq < first.seq)) {
+              batch.add(own);
+              own = nextOwn();
+              continue;
+            }
+            shared.poll();
+            Owner owner = first.key == null ? null : owners.get(first.key);
+            if (owner == null) {
+              batch.add(first);
+              continue;
+            }
+            // The first item of an unclaimed key: this lane claims the key and takes its items in
+            // order, queueing what does not fit (the batch is full then) ahead of the key's later
+            // items, which come to this lane from now on.
+            owner.lane = this;
+            ArrayDeque<Pending> waiting = owner.waiting;
+            owner.waiting = null;
+            while (!waiting.isEmpty() && batch.size() < maxBatch) {
+              batch.add(waiting.poll());
+            }
+            queue.addAll(waiting);
+          }
+          if (own != null) {
+            queue.addFirst(own);
           }
         }
         if (batch.isEmpty() || disposed) {
@@ -235,21 +376,21 @@ public final class BatchLanes<I, O> implements Disposable {
             p = byItem.remove(itemOf.apply(result));
           }
           if (p != null) {
-            p.sink.success(result);
+            p.succeed(result);
           }
         }
 
         @Override
         protected void hookOnError(Throwable error) {
           for (Pending p : takeAll()) {
-            p.sink.error(error);
+            p.fail(error);
           }
         }
 
         @Override
         protected void hookOnComplete() {
           for (Pending p : takeAll()) {
-            p.sink.success();
+            p.succeed();
           }
           runNext();
         }
@@ -266,6 +407,18 @@ public final class BatchLanes<I, O> implements Disposable {
         currentBatch = subscriber;
       }
       Flux.defer(() -> processor.apply(items, this)).subscribe(subscriber);
+    }
+
+    /** The next item of the lane's queue whose key is not held back (those go to their key's held items); null when none. */
+    private Pending nextOwn() {
+      for (Pending p; (p = queue.poll()) != null; ) {
+        ArrayDeque<Pending> waiting = p.key == null ? null : held.get(p.key);
+        if (waiting == null) {
+          return p;
+        }
+        waiting.add(p);
+      }
+      return null;
     }
 
     @Override
@@ -303,15 +456,15 @@ public final class BatchLanes<I, O> implements Disposable {
       subscription.update(work.subscribe(
           result -> {
             ended(p, subscription);
-            p.sink.success(result);
+            p.succeed(result);
           },
           error -> {
             ended(p, subscription);
-            p.sink.error(error);
+            p.fail(error);
           },
           () -> {
             if (ended(p, subscription)) {
-              p.sink.success();
+              p.succeed();
             }
           }));
     }
@@ -355,10 +508,7 @@ public final class BatchLanes<I, O> implements Disposable {
         batch.dispose();
       }
       cancelled.forEach(Disposable::dispose);
-      for (Pending p : left) {
-        abandoned.accept(p.item);
-        p.sink.success();
-      }
+      left.forEach(Pending::abandon);
     }
   }
 }
