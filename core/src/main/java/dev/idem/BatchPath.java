@@ -121,9 +121,13 @@ final class BatchPath<T> {
             }
             return attempts.backoffOrSplit(signal.failure());
           })))
+          // The acknowledgements of a committed batch are asked for together, in order, and their
+          // outcomes emitted in order: one waiting for the one before would cost a hand-off to the
+          // adapter's settling thread and back per message, and leave the adapter nothing to coalesce.
           .flatMapMany(fresh -> Flux.fromIterable(run)
-              .concatMap(d -> settlement.ack(d, fresh.contains(d) ? Outcome.Status.PROCESSED : Outcome.Status.DUPLICATE, attempts.count())
-                  .doOnTerminate(() -> settled.add(d))))
+              .flatMapSequential(d -> settlement.ack(d, fresh.contains(d) ? Outcome.Status.PROCESSED : Outcome.Status.DUPLICATE,
+                      attempts.count())
+                  .doOnTerminate(() -> settled.add(d)), run.size(), 1))
           .doOnCancel(() -> {
             if (!splitting.get()) {
               run.stream().filter(d -> !settled.contains(d)).forEach(metrics::abandoned);

@@ -1,6 +1,9 @@
 package dev.idem.rabbit.internal;
 
 import com.rabbitmq.client.Channel;
+import java.util.Iterator;
+import java.util.NavigableSet;
+import java.util.concurrent.ConcurrentSkipListSet;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
@@ -8,12 +11,16 @@ import java.util.concurrent.atomic.AtomicInteger;
  * of them are not settled yet. Each delivery is counted once when it arrives and released once
  * (see {@link RabbitDelivery#release()}), whatever the number of settlement attempts, so the
  * count never goes below zero; an ack that fails on an open channel counts its delivery again.
+ * It also knows the delivery tags its channel received and the broker still counts as
+ * outstanding, so that acks can be coalesced ({@link AckCoalescer}).
  */
 public final class ConsumerSession {
 
   private final Channel channel;
   private final AtomicInteger unsettled = new AtomicInteger();
   private final AtomicInteger peak;
+  /** Tags delivered on the channel and not yet settled with the broker; at most the channel's prefetch. */
+  private final NavigableSet<Long> outstanding = new ConcurrentSkipListSet<>();
 
   /**
    * Creates a session.
@@ -42,6 +49,22 @@ public final class ConsumerSession {
    */
   public boolean isOpen() {
     return channel.isOpen();
+  }
+
+  /** A delivery arrived on the channel: counted as unsettled, its tag outstanding. Before anything else reads it. */
+  void arrived(long tag) {
+    outstanding.add(tag);
+    delivered();
+  }
+
+  /** The broker was told that the delivery of {@code tag} is settled (acknowledged or rejected). */
+  void settled(long tag) {
+    outstanding.remove(tag);
+  }
+
+  /** The tags the broker still counts as outstanding on this channel, ascending. */
+  Iterator<Long> outstandingTags() {
+    return outstanding.iterator();
   }
 
   void delivered() {

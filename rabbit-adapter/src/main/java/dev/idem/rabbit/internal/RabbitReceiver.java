@@ -105,7 +105,7 @@ public final class RabbitReceiver<T> implements AutoCloseable {
       DefaultConsumer consumer = new DefaultConsumer(channel) {
         @Override
         public void handleDelivery(String consumerTag, Envelope envelope, AMQP.BasicProperties properties, byte[] body) {
-          session.delivered();
+          session.arrived(envelope.getDeliveryTag());
           RabbitDelivery<T> delivery;
           try {
             delivery = toDelivery(session, envelope, properties, body);

@@ -21,10 +21,11 @@ import reactor.core.scheduler.Schedulers;
 import reactor.util.retry.Retry;
 
 /**
- * Settles deliveries: acks and rejects on a dedicated single thread (never a database or
- * event-loop thread), dead-letter publishes through a {@link ConfirmingPublisher} (publisher
- * confirms, the {@code mandatory} flag) on its own channel of the source's connection, each
- * confirm awaited at most {@link RabbitSourceOptions#confirmTimeout()}.
+ * Settles deliveries: acks (coalesced by an {@link AckCoalescer}) and rejects on a dedicated
+ * single thread (never a database or event-loop thread), dead-letter publishes through a
+ * {@link ConfirmingPublisher} (publisher confirms, the {@code mandatory} flag) on its own channel
+ * of the source's connection, each confirm awaited at most
+ * {@link RabbitSourceOptions#confirmTimeout()}.
  */
 public final class Settler implements AutoCloseable {
 
@@ -34,6 +35,7 @@ public final class Settler implements AutoCloseable {
   private final RabbitSourceOptions options;
   private final Scheduler ackScheduler;
   private final ConfirmingPublisher publisher;
+  private final AckCoalescer acks;
 
   /**
    * Creates the settler.
@@ -45,11 +47,12 @@ public final class Settler implements AutoCloseable {
     this.options = options;
     this.ackScheduler = Schedulers.newSingle("idem-rabbit-ack-" + options.queue(), true);
     this.publisher = new ConfirmingPublisher("dead-letters-" + options.queue(), () -> connections.get().createChannel());
+    this.acks = new AckCoalescer(ackScheduler);
   }
 
+  /** Acknowledges on the delivery's channel; acks asked for together go out together ({@link AckCoalescer}). */
   Mono<Void> ack(RabbitDelivery<?> delivery) {
-    long tag = delivery.envelope().getDeliveryTag();
-    return onChannel(delivery, "ack", channel -> channel.basicAck(tag, false));
+    return acks.ack(delivery);
   }
 
   /**
@@ -157,6 +160,7 @@ public final class Settler implements AutoCloseable {
       boolean released = delivery.release();
       try {
         action.run(channel);
+        delivery.session().settled(delivery.envelope().getDeliveryTag());
       } catch (Throwable e) {
         // The client runs the user's hooks (metrics and observation collectors) here: Errors too.
         if (released && channel.isOpen()) {
