@@ -25,9 +25,11 @@ import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
 /**
- * One transaction attempt for a run of a batch: BEGIN, one multi-row dedup insert that returns
- * the new ids, the effects of the new messages in delivery order, COMMIT, all within the
- * {@code transactionTimeout}.
+ * One transaction attempt for a run of one or more messages, the only one the pipeline has:
+ * BEGIN, one multi-row dedup insert that returns the new ids, the effects of the new messages in
+ * delivery order, COMMIT, all within the {@code transactionTimeout}. A lane's batch runs it with
+ * {@link #attemptBatch}; a message that runs alone, off its lane (the {@link MessagePath}), with
+ * {@link #attemptAlone}.
  *
  * @param <T> the payload type
  */
@@ -64,10 +66,27 @@ final class BatchTransaction<T> {
    * {@link SlowEffect} naming that message, so that the batch commits without it.
    */
   Mono<Set<Delivery<T>>> attemptBatch(List<Delivery<T>> run, int attempt) {
+    return attempt(run, true);
+  }
+
+  /**
+   * One transaction for one message on its own, off its lane: no {@code slowMessageThreshold}
+   * (nothing waits behind it), and a {@code transactionTimeout} stays a timeout, which the
+   * message's retry decision treats as the database's, as for any message alone. Errors arrive
+   * marked as for {@link #attemptBatch}.
+   *
+   * @return whether the message was new (its effect applied), {@code false} for a duplicate
+   */
+  Mono<Boolean> attemptAlone(Delivery<T> delivery, int attempt) {
+    return attempt(List.of(delivery), false).map(fresh -> !fresh.isEmpty());
+  }
+
+  /** {@code onLane}: a lane's batch, whose slow or hanging message is split off. */
+  private Mono<Set<Delivery<T>>> attempt(List<Delivery<T>> run, boolean onLane) {
     long start = System.nanoTime();
     AtomicBoolean effectsDone = new AtomicBoolean();
     AtomicInteger effectAt = new AtomicInteger(EffectTimeout.NOT_IN_EFFECTS);
-    SlowEffectWatch watch = batchHandler == null && slowMessageThreshold.compareTo(transactionTimeout) < 0
+    SlowEffectWatch watch = onLane && batchHandler == null && slowMessageThreshold.compareTo(transactionTimeout) < 0
         ? new SlowEffectWatch(slowMessageThreshold) : null;
     List<String> ids = new ArrayList<>(run.size());
     run.forEach(d -> ids.add(d.id()));
@@ -96,7 +115,7 @@ final class BatchTransaction<T> {
     }
     return transaction
         .timeout(transactionTimeout)
-        .onErrorMap(error -> error instanceof TimeoutException && effectAt.get() != EffectTimeout.NOT_IN_EFFECTS,
+        .onErrorMap(error -> onLane && error instanceof TimeoutException && effectAt.get() != EffectTimeout.NOT_IN_EFFECTS,
             error -> new EffectTimeout(error, effectAt.get()))
         .onErrorMap(error -> effectsDone.get() && !(error instanceof HandlerFailure) && CommitRejected.matches(error),
             CommitRejected::new)
@@ -137,10 +156,13 @@ final class BatchTransaction<T> {
         }
       }
       int index = items.size() == 1 ? only : EffectTimeout.UNKNOWN;
+      // With one message the Tx names it, as a per-message handler's does.
+      Tx tx = items.size() == 1 ? new TxHandle(connection, items.get(0).messageId(), name, MessageMetadata.of(items.get(0).delivery()))
+          : new BatchTxHandle(connection, name);
       long start = System.nanoTime();
       return EffectRunner.guardedEffect(() -> {
         effectAt.set(index);
-        return batchHandler.handle(items, new BatchTxHandle(connection, name));
+        return batchHandler.handle(items, tx);
       }, -1)
           .doOnSuccess(ok -> items.forEach(i -> metrics.handler(i.delivery(), Duration.ofNanos(System.nanoTime() - start))));
     }

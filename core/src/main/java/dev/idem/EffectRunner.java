@@ -5,7 +5,6 @@ import dev.idem.internal.DriverBoundary;
 import dev.idem.internal.MessageObservations;
 import dev.idem.internal.TxHandle;
 import java.time.Duration;
-import java.util.List;
 import java.util.Objects;
 import java.util.function.Supplier;
 import org.reactivestreams.Publisher;
@@ -16,34 +15,27 @@ import reactor.core.publisher.MonoSink;
 import reactor.util.context.Context;
 
 /**
- * Runs the user's effect inside a transaction: the {@link Handler}, or the {@link BatchHandler}
- * with one message. Whatever the effect throws or signals, a JVM error included, ends the attempt
- * as a {@link HandlerFailure}, so that it is told apart from the transaction's own errors.
+ * Runs the user's effect inside a transaction: the per-message {@link Handler} here, a
+ * {@link BatchHandler} through {@link #guardedEffect}. Whatever the effect throws or signals, a JVM
+ * error included, ends the attempt as a {@link HandlerFailure}, so that it is told apart from the
+ * transaction's own errors.
  *
  * @param <T> the payload type
  */
 final class EffectRunner<T> {
 
   private final Handler<T> handler;
-  private final BatchHandler<T> batchHandler;
   private final ConsumerMetrics metrics;
 
   EffectRunner(ConsumerSettings<T> settings) {
     this.handler = settings.handler();
-    this.batchHandler = settings.batchHandler();
     this.metrics = settings.metrics();
   }
 
-  Mono<Boolean> runHandler(Delivery<T> delivery, TxHandle tx) {
-    return runHandler(delivery, tx, -1);
-  }
-
-  /** The per-message effect (or the batch handler with one message); errors carry the index in their batch. */
+  /** The per-message effect; errors carry the message's index in its run. */
   Mono<Boolean> runHandler(Delivery<T> delivery, TxHandle tx, int index) {
     long start = System.nanoTime();
-    return guardedEffect(() -> handler != null
-            ? handler.handle(delivery.payload(), tx)
-            : batchHandler.handle(List.of(new BatchItem<>(delivery.id(), delivery.payload(), delivery)), tx), index)
+    return guardedEffect(() -> handler.handle(delivery.payload(), tx), index)
         .doOnSuccess(ignored -> metrics.handler(delivery, Duration.ofNanos(System.nanoTime() - start)))
         .thenReturn(true);
   }

@@ -89,8 +89,9 @@ import reactor.core.publisher.Flux;
  *   <li><b>The gate</b> ({@code DeadlockRecovery}): every transaction attempt passes it; one that
  *       follows a deadlock ({@code 40P01}), or has a message of a key that deadlocked lately, runs
  *       alone, without the consumer's other transactions, so that deadlocks are not paid again and again.</li>
- *   <li><b>The transaction</b> ({@code MessageTransaction}, {@code BatchTransaction}): BEGIN, the
- *       dedup insert, the handler run by the {@code EffectRunner} for each new message, COMMIT;
+ *   <li><b>The transaction</b> ({@code BatchTransaction}, one for a batch and for a message
+ *       alone): BEGIN, the dedup insert, the handler run by the {@code EffectRunner} for each new
+ *       message, COMMIT;
  *       the {@code PipelineFailures} markers tell the handler's errors from the transaction's.</li>
  *   <li><b>The retry decision</b> after a failed attempt: {@code FailureKinds} classifies the
  *       failure by its origin, {@code RetryDecision} backs off and retries, splits the batch, or
@@ -176,8 +177,9 @@ public final class IdempotentConsumer<T> {
     Settlement settlement = new Settlement(settings);
     EffectRunner<T> effects = new EffectRunner<>(settings);
     DeadlockRecovery deadlocks = new DeadlockRecovery(settings);
-    this.messages = new MessagePath<>(settings, validation, new MessageTransaction<>(settings, effects), kinds, settlement, deadlocks);
-    this.batches = new BatchPath<>(settings, validation, new BatchTransaction<>(settings, effects), messages, kinds, settlement,
+    BatchTransaction<T> transaction = new BatchTransaction<>(settings, effects);
+    this.messages = new MessagePath<>(settings, validation, transaction, kinds, settlement, deadlocks);
+    this.batches = new BatchPath<>(settings, validation, transaction, messages, kinds, settlement,
         deadlocks);
   }
 

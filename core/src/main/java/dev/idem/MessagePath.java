@@ -27,12 +27,12 @@ final class MessagePath<T> {
   private final ConsumerMetrics metrics;
   private final MessageObservations observations;
   private final DeliveryValidation validation;
-  private final MessageTransaction<T> transaction;
+  private final BatchTransaction<T> transaction;
   private final FailureKinds kinds;
   private final Settlement settlement;
   private final DeadlockRecovery deadlocks;
 
-  MessagePath(ConsumerSettings<T> settings, DeliveryValidation validation, MessageTransaction<T> transaction,
+  MessagePath(ConsumerSettings<T> settings, DeliveryValidation validation, BatchTransaction<T> transaction,
       FailureKinds kinds, Settlement settlement, DeadlockRecovery deadlocks) {
     this.settings = settings;
     this.name = settings.name();
@@ -98,7 +98,7 @@ final class MessagePath<T> {
     AtomicBoolean deadlocked = new AtomicBoolean(afterDeadlock);
     return before.then(Mono.defer(() -> deadlocks.attempt(itself, deadlocked.get(), Mono.defer(() -> {
               int attempt = attempts.next();
-              return observations.child(IdemObservations.TRANSACTION, attempt, transaction.attemptOnce(delivery, attempt));
+              return observations.child(IdemObservations.TRANSACTION, attempt, transaction.attemptAlone(delivery, attempt));
             })))
             .retryWhen(Retry.from(signals -> signals.concatMap(signal -> {
               if (deadlocks.failed(itself, signal.failure())) {

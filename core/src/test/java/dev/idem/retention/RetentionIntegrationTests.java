@@ -550,9 +550,11 @@ class RetentionIntegrationTests {
           ended.complete(null);
         }, () -> ended.complete(null)));
     await().atMost(TIMEOUT).until(() -> durations.size() > 300);
-    List<Long> baseline = new ArrayList<>(durations.subList(100, durations.size()));
+    // A snapshot first: a sub-list of a CopyOnWriteArrayList fails when the consumer appends while it is copied.
+    List<Long> snapshot = List.copyOf(durations);
+    List<Long> baseline = new ArrayList<>(snapshot.subList(100, snapshot.size()));
     baseline.sort(Long::compare);
-    int cleaningFrom = durations.size();
+    int cleaningFrom = snapshot.size();
     AtomicLong longestBatch = new AtomicLong();
     Disposable cleaning = retention.run().subscribe(report -> {
       events.run(report);
@@ -574,7 +576,8 @@ class RetentionIntegrationTests {
     Throwable early = failure.get();
     stopped.set(true);
     ended.orTimeout(TIMEOUT.toSeconds(), TimeUnit.SECONDS).join();
-    List<Long> sorted = new ArrayList<>(durations.subList(cleaningFrom, durations.size()));
+    List<Long> during = List.copyOf(durations);
+    List<Long> sorted = new ArrayList<>(during.subList(cleaningFrom, during.size()));
     sorted.sort(Long::compare);
     return new Pauses(sorted.size(), Duration.ofNanos(sorted.get(sorted.size() - 1)), Duration.ofNanos(sorted.get(sorted.size() * 99 / 100)),
         Duration.ofNanos(sorted.get(sorted.size() / 2)), Duration.ofNanos(longestBatch.get()),
