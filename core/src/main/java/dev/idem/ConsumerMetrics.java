@@ -27,6 +27,17 @@ public interface ConsumerMetrics {
   default void started(Delivery<?> delivery) {}
 
   /**
+   * A lane formed a micro-batch of {@code messages} and hands it on: what batching really does
+   * under the load at hand (batches never wait to fill, so they are as large as the messages
+   * waiting when a lane is free, up to {@code maxBatchSize}); always 1 with {@code maxBatchSize(1)}.
+   * A batch that splits after a failure is not reported again; a message that its batch left
+   * for a later one (its key waits for a message retried off the lane) counts in both.
+   *
+   * @param messages the messages in the batch
+   */
+  default void batch(int messages) {}
+
+  /**
    * An attempt failed and will be retried.
    *
    * @param delivery the message

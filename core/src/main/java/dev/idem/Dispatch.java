@@ -43,8 +43,12 @@ final class Dispatch<T> {
   Flux<Outcome<T>> outcomes(Flux<Delivery<T>> received, Function<Delivery<T>, Mono<Outcome<T>>> message,
       BiFunction<List<Delivery<T>>, BatchLanes.LaneControl<Delivery<T>, Outcome<T>>, Flux<Outcome<T>>> batch) {
     boolean batching = maxBatchSize > 1;
-    BiFunction<List<Delivery<T>>, BatchLanes.LaneControl<Delivery<T>, Outcome<T>>, Flux<Outcome<T>>> run =
+    BiFunction<List<Delivery<T>>, BatchLanes.LaneControl<Delivery<T>, Outcome<T>>, Flux<Outcome<T>>> path =
         batching ? batch : (one, lane) -> message.apply(one.get(0)).flux();
+    BiFunction<List<Delivery<T>>, BatchLanes.LaneControl<Delivery<T>, Outcome<T>>, Flux<Outcome<T>>> run = (formed, lane) -> {
+      metrics.batch(formed.size());
+      return path.apply(formed, lane);
+    };
     // The merge's demand alone bounds the messages buffered and in flight to the prefetch.
     return Flux.using(
         () -> new BatchLanes<Delivery<T>, Outcome<T>>(concurrency, maxBatchSize, batching ? batchMaxWait : Duration.ZERO,

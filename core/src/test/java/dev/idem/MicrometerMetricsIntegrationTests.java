@@ -7,6 +7,7 @@ import dev.idem.micrometer.MicrometerConsumerMetrics;
 import dev.idem.postgres.PostgresInbox;
 import dev.idem.testing.PostgresService;
 import dev.idem.testing.TestDelivery;
+import io.micrometer.core.instrument.DistributionSummary;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.r2dbc.pool.ConnectionPool;
 import java.time.Duration;
@@ -76,6 +77,10 @@ class MicrometerMetricsIntegrationTests {
     assertThat(gauge(MicrometerConsumerMetrics.IN_FLIGHT)).isZero();
     assertThat(gauge(MicrometerConsumerMetrics.UNSETTLED)).isZero();
     assertThat(gauge(MicrometerConsumerMetrics.OLDEST_AGE)).isZero();
+    // Every message went through exactly one batch a lane formed; the retry of m-2 is not a new one.
+    DistributionSummary batches = registry.get(MicrometerConsumerMetrics.BATCH_SIZE).tag("consumer", consumer).summary();
+    assertThat(batches.totalAmount()).isEqualTo(4);
+    assertThat(batches.count()).isBetween(1L, 4L);
   }
 
   @Test

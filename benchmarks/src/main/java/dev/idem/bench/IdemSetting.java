@@ -1,6 +1,7 @@
 package dev.idem.bench;
 
 import dev.idem.BatchHandler;
+import dev.idem.ConsumerMetrics;
 import dev.idem.BatchItem;
 import dev.idem.Handler;
 import dev.idem.IdempotentConsumer;
@@ -62,9 +63,9 @@ record IdemSetting(String id, Ordering ordering, int concurrency, int prefetch, 
         + suffix;
   }
 
-  IdempotentConsumer<Payment> consumer(String name, PostgresInbox inbox, String accountsTable) {
+  IdempotentConsumer<Payment> consumer(String name, PostgresInbox inbox, String accountsTable, ConsumerMetrics metrics) {
     IdempotentConsumer.Builder<Payment> builder = IdempotentConsumer.<Payment>named(name).inbox(inbox)
-        .ordering(ordering).concurrency(concurrency).prefetch(prefetch).maxBatchSize(maxBatchSize);
+        .ordering(ordering).concurrency(concurrency).prefetch(prefetch).maxBatchSize(maxBatchSize).metrics(metrics);
     return (setBased ? builder.batchHandler(setBasedCredit(accountsTable)) : builder.handler(credit(accountsTable))).build();
   }
 

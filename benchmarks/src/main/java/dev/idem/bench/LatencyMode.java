@@ -1,6 +1,7 @@
 package dev.idem.bench;
 
 import com.rabbitmq.client.Channel;
+import dev.idem.ConsumerMetrics;
 import dev.idem.IdempotentConsumer;
 import dev.idem.Ordering;
 import dev.idem.kafka.KafkaEngine;
@@ -167,7 +168,8 @@ final class LatencyMode {
       String settled;
       ConnectionPool pool = PostgresConnections.pool(db.r2dbcUrl(), setting.concurrency());
       try {
-        IdempotentConsumer<Payment> consumer = setting.consumer("idem-" + setting.id(), PostgresInbox.create(pool, tables.inbox()), tables.accounts());
+        IdempotentConsumer<Payment> consumer = setting.consumer("idem-" + setting.id(), PostgresInbox.create(pool, tables.inbox()), tables.accounts(),
+            ConsumerMetrics.NONE);
         try (Feed.Source source = feed.idemSource(setting.prefetch())) {
           Disposable running = consumer.process(source.deliveries().doOnNext(d -> progress.received()))
               .subscribe(progress::settled, progress::failed);

@@ -1,5 +1,6 @@
 package dev.idem.bench;
 
+import dev.idem.ConsumerMetrics;
 import dev.idem.IdempotentConsumer;
 import dev.idem.kafka.KafkaEngine;
 import dev.idem.postgres.PostgresConnections;
@@ -13,6 +14,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.LongAdder;
 import reactor.core.Disposable;
 
 /**
@@ -186,10 +188,12 @@ final class ThroughputRows {
   private Measured idem(Feed feed, IdemSetting setting) throws Exception {
     db.reset(tables, workload.accounts());
     Progress progress = new Progress(workload.total());
+    BatchSizes batches = new BatchSizes();
     ConnectionPool pool = PostgresConnections.pool(db.r2dbcUrl(), setting.concurrency());
     String settled;
     try {
-      IdempotentConsumer<Payment> consumer = setting.consumer("idem-" + setting.id(), PostgresInbox.create(pool, tables.inbox()), tables.accounts());
+      IdempotentConsumer<Payment> consumer = setting.consumer("idem-" + setting.id(), PostgresInbox.create(pool, tables.inbox()), tables.accounts(),
+          batches);
       try (Feed.Source source = feed.idemSource(setting.prefetch())) {
         Disposable running = consumer.process(source.deliveries().doOnNext(d -> progress.received()))
             .subscribe(progress::settled, progress::failed);
@@ -204,7 +208,26 @@ final class ThroughputRows {
       pool.dispose();
     }
     String drained = settled != null ? settled : feed.drainedAfterStop();
+    System.err.printf(Locale.ROOT, "[%s] row %s: %s%n", label, setting.id(), batches);
     return new Measured(progress, observe(progress, drained));
+  }
+
+  /** Counts the micro-batches the lanes formed, to print their mean size. */
+  private static final class BatchSizes implements ConsumerMetrics {
+    private final LongAdder batches = new LongAdder();
+    private final LongAdder messages = new LongAdder();
+
+    @Override
+    public void batch(int size) {
+      batches.increment();
+      messages.add(size);
+    }
+
+    @Override
+    public String toString() {
+      long n = batches.sum();
+      return String.format(Locale.ROOT, "%,d batches, %.1f messages each on average", n, n == 0 ? 0.0 : (double) messages.sum() / n);
+    }
   }
 
   private Checker.Observation observe(Progress progress, String brokerProblem) throws Exception {

@@ -5,6 +5,7 @@ import dev.idem.Delivery;
 import dev.idem.ErrorKind;
 import dev.idem.Outcome;
 import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.DistributionSummary;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.Tags;
@@ -66,6 +67,8 @@ public final class MicrometerConsumerMetrics implements ConsumerMetrics {
   public static final String UNSETTLED = "idem.unsettled";
   /** Age of the oldest unsettled message in seconds. */
   public static final String OLDEST_AGE = "idem.oldest.unsettled.age";
+  /** Messages per micro-batch a lane formed (distribution summary, p50/p95/p99). */
+  public static final String BATCH_SIZE = "idem.batch.size";
 
   private final Map<Outcome.Status, Counter> outcomes = new EnumMap<>(Outcome.Status.class);
   private final Counter retryable;
@@ -77,6 +80,7 @@ public final class MicrometerConsumerMetrics implements ConsumerMetrics {
   private final Timer handler;
   private final Timer committed;
   private final Timer rolledBack;
+  private final DistributionSummary batchSize;
   private final Map<Delivery<?>, Long> receivedAt = Collections.synchronizedMap(new IdentityHashMap<>());
   private final Set<Delivery<?>> inFlight = Collections.synchronizedSet(Collections.newSetFromMap(new IdentityHashMap<>()));
 
@@ -106,6 +110,8 @@ public final class MicrometerConsumerMetrics implements ConsumerMetrics {
         .description("Transaction latency").register(registry);
     rolledBack = Timer.builder(TRANSACTION).tags(tags).tag("committed", "false").publishPercentiles(0.5, 0.95, 0.99)
         .description("Transaction latency").register(registry);
+    batchSize = DistributionSummary.builder(BATCH_SIZE).tags(tags).publishPercentiles(0.5, 0.95, 0.99).baseUnit("messages")
+        .description("Messages per micro-batch a lane formed").register(registry);
     Gauge.builder(IN_FLIGHT, inFlight, Set::size).tags(tags).description("Messages being processed").register(registry);
     Gauge.builder(UNSETTLED, receivedAt, Map::size).tags(tags).description("Messages received and not settled").register(registry);
     Gauge.builder(OLDEST_AGE, this, MicrometerConsumerMetrics::oldestUnsettledAgeSeconds).tags(tags)
@@ -135,6 +141,11 @@ public final class MicrometerConsumerMetrics implements ConsumerMetrics {
   @Override
   public void transaction(Delivery<?> delivery, Duration duration, boolean wasCommitted) {
     (wasCommitted ? committed : rolledBack).record(duration);
+  }
+
+  @Override
+  public void batch(int messages) {
+    batchSize.record(messages);
   }
 
   @Override
