@@ -27,11 +27,12 @@ import reactor.core.scheduler.Schedulers;
  *
  * <p>Items wait in one shared queue, in arrival order, and whichever lane forms a batch first takes
  * from it: an item never waits behind a running batch while a lane is idle. A lane that takes an
- * item with a key claims the key: the key's items go to that lane (after its items that were
- * still in the shared queue) for as long as any of them is queued there, running, held back or
- * off the lane, so a key's batches run in order; once none is left, the key is free again. So a
- * slow batch holds back only the later items of its own keys, and keys never crowd onto one
- * lane. Memory is bounded by the caller's demand: the lanes only hold what was submitted to
+ * item with a key claims the key: the key's later items go to that lane (after its items that
+ * were still in the shared queue) while any of its items runs there, is held back or off the
+ * lane, so a key's batches run in order. When the lane forms its next batch, the keys it claimed
+ * that have no item in that batch (their items only wait) go back to the shared queue, oldest
+ * first, for whichever lane is free first. So a slow batch holds back only the later items of the
+ * keys it runs, and keys never pile up behind a busy lane while another idles. Memory is bounded by the caller's demand: the lanes only hold what was submitted to
  * them, and only keys with items there have an entry.
  *
  * <p>A batch may move one of its items {@linkplain LaneControl#offLane off its lane} (an item that
@@ -80,7 +81,7 @@ public final class BatchLanes<I, O> implements Disposable {
    * Items no lane took yet, in arrival order: those without a key, and for each unclaimed key the
    * first of its items (the others wait in its {@link Owner}).
    */
-  private final ArrayDeque<Pending> shared = new ArrayDeque<>();
+  private final java.util.PriorityQueue<Pending> shared = new java.util.PriorityQueue<>(java.util.Comparator.comparingLong(p -> p.seq));
   /** Keys with items anywhere in the lanes: the lane that claimed them, if any, and how many. */
   private final Map<String, Owner> owners = new HashMap<>();
   /** The arrival order of submitted items. Guarded by {@link #claims}. */
@@ -167,6 +168,20 @@ public final class BatchLanes<I, O> implements Disposable {
         }
       }
     });
+  }
+
+  /** Starts idle lanes while the shared queue has items for them. */
+  private void startIdleLanes() {
+    for (Lane lane : lanes) {
+      synchronized (claims) {
+        if (shared.isEmpty()) {
+          return;
+        }
+      }
+      if (lane.tryStart()) {
+        lane.start();
+      }
+    }
   }
 
   /** Cancels running batches and off-lane work (their transactions roll back) and abandons queued and held-back items. */
@@ -310,6 +325,7 @@ public final class BatchLanes<I, O> implements Disposable {
     private void runNext() {
       List<Pending> batch = new ArrayList<>();
       Map<I, Pending> byItem = new IdentityHashMap<>();
+      boolean freed;
       synchronized (this) {
         for (int i = released.size() - 1; i >= 0; i--) {
           ArrayDeque<Pending> waiting = held.remove(released.get(i));
@@ -354,15 +370,23 @@ public final class BatchLanes<I, O> implements Disposable {
           if (own != null) {
             queue.addFirst(own);
           }
+          freed = freeWaitingKeys(batch);
         }
         if (batch.isEmpty() || disposed) {
           running = false;
-          return;
+        } else {
+          for (Pending p : batch) {
+            byItem.put(p.item, p);
+          }
+          current = byItem;
         }
-        for (Pending p : batch) {
-          byItem.put(p.item, p);
+      }
+      if (byItem.isEmpty()) {
+        // Outside the lane's lock: another lane's start takes its own.
+        if (freed) {
+          startIdleLanes();
         }
-        current = byItem;
+        return;
       }
       List<I> items = new ArrayList<>(batch.size());
       for (Pending p : batch) {
@@ -406,7 +430,63 @@ public final class BatchLanes<I, O> implements Disposable {
       synchronized (this) {
         currentBatch = subscriber;
       }
+      if (freed) {
+        startIdleLanes();
+      }
       Flux.defer(() -> processor.apply(items, this)).subscribe(subscriber);
+    }
+
+    /**
+     * Gives up the keys whose items only wait in this lane's queue (none in the batch just formed,
+     * held back or off the lane): they go back to the shared queue, oldest first, for whichever
+     * lane is free first; the key's order holds, since none of its items runs. Without this a
+     * lane kept every key it ever took while new items of it kept arriving, and under load the
+     * keys' items piled up behind a few busy lanes while the others idled. Under both locks.
+     *
+     * @return whether any key went back to the shared queue
+     */
+    private boolean freeWaitingKeys(List<Pending> batch) {
+      if (queue.isEmpty()) {
+        return false;
+      }
+      Set<String> inBatch = new java.util.HashSet<>();
+      for (Pending p : batch) {
+        if (p.key != null) {
+          inBatch.add(p.key);
+        }
+      }
+      // A key goes back only when every one of its items is in this queue: one that a submit
+      // assigned to this lane but did not enqueue yet (outside the lane's lock) keeps it here.
+      Map<String, Integer> queued = new HashMap<>();
+      for (Pending p : queue) {
+        if (p.key != null) {
+          queued.merge(p.key, 1, Integer::sum);
+        }
+      }
+      boolean freed = false;
+      for (java.util.Iterator<Pending> it = queue.iterator(); it.hasNext(); ) {
+        Pending p = it.next();
+        if (p.key == null) {
+          it.remove();
+          shared.add(p);
+          freed = true;
+          continue;
+        }
+        Owner owner = owners.get(p.key);
+        if (inBatch.contains(p.key) || held.containsKey(p.key) || owner == null
+            || (owner.lane == this && owner.items != queued.get(p.key)) || (owner.lane != this && owner.lane != null)) {
+          continue;
+        }
+        it.remove();
+        if (owner.lane == this) {
+          owner.lane = null;
+          owner.waiting = new ArrayDeque<>();
+          shared.add(p);
+        }
+        owner.waiting.add(p);
+        freed = true;
+      }
+      return freed;
     }
 
     /** The next item of the lane's queue whose key is not held back (those go to their key's held items); null when none. */

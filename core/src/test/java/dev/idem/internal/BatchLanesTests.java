@@ -113,6 +113,31 @@ class BatchLanesTests {
   }
 
   @Test
+  void keysWhoseItemsOnlyWaitOnABusyLaneGoToAnIdleOne() {
+    BatchLanes<Item, Item> lanes = lanes(2, 3);
+    submit(lanes, "x", 1); // lane 0: batch 0
+    submit(lanes, "y", 1); // lane 1: batch 1, running until the end
+    submit(lanes, "a", 1);
+    submit(lanes, "b", 1);
+    submit(lanes, "c", 1);
+    batches.release(0); // lane 0 takes a, b and c
+    assertThat(batches.formed.get(2)).containsExactly(new Item("a", 1), new Item("b", 1), new Item("c", 1));
+    submit(lanes, "a", 2); // a, b and c are lane 0's: their later items queue there
+    submit(lanes, "z", 1);
+    submit(lanes, "b", 2);
+    submit(lanes, "c", 2);
+    batches.release(2); // lane 0's next batch, oldest first, is full before c2
+    assertThat(batches.formed.get(3)).containsExactly(new Item("a", 2), new Item("z", 1), new Item("b", 2));
+    batches.release(1); // lane 1 is free: it takes c2, whose key no longer runs on lane 0
+    assertThat(batches.formed).hasSize(5);
+    assertThat(batches.formed.get(4)).as("while lane 0's batch still runs").containsExactly(new Item("c", 2));
+    batches.release(4);
+    batches.release(3);
+    assertThat(results).containsExactly(new Item("x", 1), new Item("a", 1), new Item("b", 1), new Item("c", 1), new Item("y", 1),
+        new Item("c", 2), new Item("a", 2), new Item("z", 1), new Item("b", 2));
+  }
+
+  @Test
   void aLaneThatTakesAKeyTakesItsWaitingItemsInOrderAndTheRestQueueAheadOfLaterOnes() {
     BatchLanes<Item, Item> lanes = lanes(1, 2);
     submit(lanes, "x", 1);
