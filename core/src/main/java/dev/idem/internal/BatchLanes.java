@@ -3,16 +3,22 @@ package dev.idem.internal;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Collections;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.IdentityHashMap;
+import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
+import java.util.PriorityQueue;
 import java.util.Set;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.BiFunction;
 import java.util.function.Consumer;
 import java.util.function.Function;
 import reactor.core.Disposable;
+import reactor.core.Disposables;
 import reactor.core.publisher.BaseSubscriber;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
@@ -32,8 +38,9 @@ import reactor.core.scheduler.Schedulers;
  * lane, so a key's batches run in order. When the lane forms its next batch, the keys it claimed
  * that have no item in that batch (their items only wait) go back to the shared queue, oldest
  * first, for whichever lane is free first. So a slow batch holds back only the later items of the
- * keys it runs, and keys never pile up behind a busy lane while another idles. Memory is bounded by the caller's demand: the lanes only hold what was submitted to
- * them, and only keys with items there have an entry.
+ * keys it runs, and keys never pile up behind a busy lane while another idles. Memory is bounded
+ * by the caller's demand: the lanes only hold what was submitted to them, and only keys with
+ * items there have an entry.
  *
  * <p>A batch may move one of its items {@linkplain LaneControl#offLane off its lane} (an item that
  * waits to be retried): it then runs on its own, its lane goes on with the other keys, and the
@@ -81,7 +88,7 @@ public final class BatchLanes<I, O> implements Disposable {
    * Items no lane took yet, in arrival order: those without a key, and for each unclaimed key the
    * first of its items (the others wait in its {@link Owner}).
    */
-  private final java.util.PriorityQueue<Pending> shared = new java.util.PriorityQueue<>(java.util.Comparator.comparingLong(p -> p.seq));
+  private final PriorityQueue<Pending> shared = new PriorityQueue<>(Comparator.comparingLong(p -> p.seq));
   /** Keys with items anywhere in the lanes: the lane that claimed them, if any, and how many. */
   private final Map<String, Owner> owners = new HashMap<>();
   /** The arrival order of submitted items. Guarded by {@link #claims}. */
@@ -283,7 +290,7 @@ public final class BatchLanes<I, O> implements Disposable {
     private final List<String> released = new ArrayList<>();
     /** The running batch's items that still wait for a result. */
     private Map<I, Pending> current = new IdentityHashMap<>();
-    private final Set<Disposable> offLane = java.util.Collections.newSetFromMap(new IdentityHashMap<>());
+    private final Set<Disposable> offLane = Collections.newSetFromMap(new IdentityHashMap<>());
     private boolean running;
     private Disposable currentBatch;
 
@@ -318,7 +325,7 @@ public final class BatchLanes<I, O> implements Disposable {
       if (maxWait.isZero()) {
         runNext();
       } else {
-        Schedulers.parallel().schedule(this::runNext, maxWait.toNanos(), java.util.concurrent.TimeUnit.NANOSECONDS);
+        Schedulers.parallel().schedule(this::runNext, maxWait.toNanos(), TimeUnit.NANOSECONDS);
       }
     }
 
@@ -330,7 +337,7 @@ public final class BatchLanes<I, O> implements Disposable {
         for (int i = released.size() - 1; i >= 0; i--) {
           ArrayDeque<Pending> waiting = held.remove(released.get(i));
           if (waiting != null) {
-            for (java.util.Iterator<Pending> it = waiting.descendingIterator(); it.hasNext(); ) {
+            for (Iterator<Pending> it = waiting.descendingIterator(); it.hasNext(); ) {
               queue.addFirst(it.next());
             }
           }
@@ -370,7 +377,7 @@ public final class BatchLanes<I, O> implements Disposable {
           if (own != null) {
             queue.addFirst(own);
           }
-          freed = freeWaitingKeys(batch);
+          freed = freeWaitingKeys();
         }
         if (batch.isEmpty() || disposed) {
           running = false;
@@ -437,26 +444,22 @@ public final class BatchLanes<I, O> implements Disposable {
     }
 
     /**
-     * Gives up the keys whose items only wait in this lane's queue (none in the batch just formed,
-     * held back or off the lane): they go back to the shared queue, oldest first, for whichever
-     * lane is free first; the key's order holds, since none of its items runs. Without this a
-     * lane kept every key it ever took while new items of it kept arriving, and under load the
-     * keys' items piled up behind a few busy lanes while the others idled. Under both locks.
+     * Gives up the keys whose items only wait in this lane's queue: they go back to the shared
+     * queue, oldest first, for whichever lane is free first; the key's order holds, since none of
+     * its items runs. Without this a lane kept every key it ever took while new items of it kept
+     * arriving, and under load the keys' items piled up behind a few busy lanes while the others
+     * idled. Under both locks.
      *
-     * @return whether any key went back to the shared queue
+     * @return whether any item went back to the shared queue
      */
-    private boolean freeWaitingKeys(List<Pending> batch) {
+    private boolean freeWaitingKeys() {
       if (queue.isEmpty()) {
         return false;
       }
-      Set<String> inBatch = new java.util.HashSet<>();
-      for (Pending p : batch) {
-        if (p.key != null) {
-          inBatch.add(p.key);
-        }
-      }
-      // A key goes back only when every one of its items is in this queue: one that a submit
-      // assigned to this lane but did not enqueue yet (outside the lane's lock) keeps it here.
+      // A key goes back only when every one of its items is in this queue. That keeps the keys
+      // with an item in the batch just formed, held back or off the lane (each counted in its
+      // owner, none queued here), and those with an item that a submit assigned to this lane but
+      // did not enqueue yet (outside the lane's lock).
       Map<String, Integer> queued = new HashMap<>();
       for (Pending p : queue) {
         if (p.key != null) {
@@ -464,7 +467,7 @@ public final class BatchLanes<I, O> implements Disposable {
         }
       }
       boolean freed = false;
-      for (java.util.Iterator<Pending> it = queue.iterator(); it.hasNext(); ) {
+      for (Iterator<Pending> it = queue.iterator(); it.hasNext(); ) {
         Pending p = it.next();
         if (p.key == null) {
           it.remove();
@@ -473,8 +476,7 @@ public final class BatchLanes<I, O> implements Disposable {
           continue;
         }
         Owner owner = owners.get(p.key);
-        if (inBatch.contains(p.key) || held.containsKey(p.key) || owner == null
-            || (owner.lane == this && owner.items != queued.get(p.key)) || (owner.lane != this && owner.lane != null)) {
+        if (owner == null || (owner.lane == this ? owner.items != queued.get(p.key) : owner.lane != null)) {
           continue;
         }
         it.remove();
@@ -529,7 +531,7 @@ public final class BatchLanes<I, O> implements Disposable {
           held.computeIfAbsent(p.key, k -> new ArrayDeque<>());
         }
       }
-      Disposable.Swap subscription = reactor.core.Disposables.swap();
+      Disposable.Swap subscription = Disposables.swap();
       synchronized (this) {
         offLane.add(subscription);
       }
