@@ -14,6 +14,7 @@ import java.util.Locale;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
+import java.util.stream.Stream;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import reactor.core.Disposable;
 
@@ -23,7 +24,9 @@ import reactor.core.Disposable;
  * and prints p50, p99 and the maximum of the time from the publisher's {@code send} to the
  * message's settlement (its outcome, emitted after the ack; on Kafka the offset is then committed
  * within the commit interval) for per-message and batch mode. The publish time travels in the
- * payload; publisher and consumer share this JVM's clock.
+ * payload; publisher and consumer share this JVM's clock. {@code -Drows=L1,L2,L3} picks the rows
+ * (defaults, old defaults, batches of 64 with a {@code BatchHandler}); each row alone in a JVM of
+ * its own, alternating, keeps one row's load and warm-up from shaping the next one's figures.
  */
 final class LatencyMode {
 
@@ -41,8 +44,11 @@ final class LatencyMode {
     double load = Jvm.loadAverage();
     int total = options.rate * (options.seconds + WARMUP_SECONDS);
     Workload measured = Workload.generate((int) Math.round(total / (1 + options.duplicates)), options.duplicates, options.accounts, options.seed);
-    List<IdemSetting> settings = List.of(IdemSetting.defaults("L1"), IdemSetting.oldDefaults("L2"),
-        new IdemSetting("L3", Ordering.BY_KEY, 4, 256, 64, true));
+    List<IdemSetting> settings = Stream.of(IdemSetting.defaults("L1"), IdemSetting.oldDefaults("L2"),
+        new IdemSetting("L3", Ordering.BY_KEY, 4, 256, 64, true)).filter(setting -> options.runs(setting.id())).toList();
+    if (settings.isEmpty()) {
+      throw new IllegalArgumentException("-Drows=" + System.getProperty("rows") + " names no latency row: L1 (defaults), L2 (old defaults), L3 (batch 64, BatchHandler)");
+    }
     Workload warm = Workload.generate(Math.max(1, options.warmup), options.duplicates, options.accounts, options.seed + 1);
     List<Line> lines = new ArrayList<>();
     List<Line> warmUpLines = new ArrayList<>();
@@ -158,7 +164,7 @@ final class LatencyMode {
 
   private static Line measure(String broker, IdemSetting setting, Options options, Database db, Database.Tables tables, Workload workload,
       Feed feed, Step awaitConsumer, Publish publish, Step flush) {
-    String mode = setting.label();
+    String mode = setting.id() + " " + setting.label();
     System.err.printf(Locale.ROOT, "[%s] latency %s ...%n", broker, mode);
     try {
       db.reset(tables, workload.accounts());
