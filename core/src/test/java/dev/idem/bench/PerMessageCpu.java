@@ -8,12 +8,16 @@ import dev.idem.postgres.PostgresInbox;
 import dev.idem.testing.PostgresService;
 import dev.idem.testing.TestDelivery;
 import io.r2dbc.pool.ConnectionPool;
+import io.r2dbc.spi.Connection;
+import io.r2dbc.spi.Result;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
 import java.util.stream.Collectors;
 import java.util.stream.Stream;
 import reactor.core.publisher.Flux;
@@ -27,7 +31,9 @@ import reactor.core.publisher.Mono;
  *
  * <p>Run (after {@code mvn -q -o -pl core test-compile}) with the test classpath:
  * {@code java -cp core/target/classes:core/target/test-classes:<deps> dev.idem.bench.PerMessageCpu}
- * with {@code -Dmessages=20000 -Druns=3 -Dwarmup=30000 -DwarmupRuns=2 -Dconcurrency=8 -Dordering=BY_KEY -Dbatch=1 -Dprefetch=32}.
+ * with {@code -Dmessages=20000 -Druns=3 -Dwarmup=30000 -DwarmupRuns=2 -Dconcurrency=8 -Dordering=BY_KEY -Dbatch=1 -Dprefetch=32};
+ * {@code -Draw=true} runs the same statements on held connections instead (the driver's floor), per
+ * message or, with {@code -Dbatch} above 1, in batches.
  * Used to compare two builds of core run alternately on the same machine (A B A B).
  */
 public final class PerMessageCpu {
@@ -52,10 +58,10 @@ public final class PerMessageCpu {
     PostgresService postgres = PostgresService.get();
     if (Boolean.getBoolean("raw")) {
       for (int i = 0; i < warmupRuns; i++) {
-        raw(postgres, "warmup", warmup, concurrency, false);
+        raw(postgres, "warmup", warmup, concurrency, batch, false);
       }
       for (int i = 0; i < runs; i++) {
-        raw(postgres, label, messages, concurrency, true);
+        raw(postgres, label, messages, concurrency, batch, true);
       }
       System.exit(0);
     }
@@ -160,9 +166,12 @@ public final class PerMessageCpu {
   /**
    * The driver's floor: the same statements per message (BEGIN with the default SET LOCALs, the
    * dedup insert, the UPDATE when new, COMMIT) on {@code concurrency} connections held for the
-   * whole run, each lane taking its keys in order, with the fewest operators around them.
+   * whole run, each lane taking its keys in order, with the fewest operators around them. With
+   * {@code batch} above 1, each lane's messages go in transactions of {@code batch} as a batch
+   * does: BEGIN sent with one multi-row dedup insert, the UPDATE of each new message in order,
+   * COMMIT.
    */
-  private static void raw(PostgresService postgres, String label, int messages, int concurrency, boolean print) {
+  private static void raw(PostgresService postgres, String label, int messages, int concurrency, int batch, boolean print) {
     String accounts = PostgresService.uniqueName("cpu_accounts");
     ConnectionPool pool = postgres.pool(concurrency);
     PostgresInbox inbox = PostgresInbox.create(pool, PostgresService.uniqueName("cpu_inbox"));
@@ -175,6 +184,8 @@ public final class PerMessageCpu {
       String begin = Boolean.getBoolean("raw.plainBegin") ? "BEGIN"
           : "BEGIN;" + dev.idem.ServerTimeouts.derivedFrom(IdempotentConsumer.DEFAULT_TRANSACTION_TIMEOUT).setLocalSql();
       boolean pipeline = Boolean.getBoolean("raw.pipeline");
+      String insertMany = "INSERT INTO " + inbox.table() + " (consumer, message_id) SELECT $1, id FROM unnest($2::text[]) AS ids(id)"
+          + " ORDER BY id ON CONFLICT DO NOTHING RETURNING message_id";
       java.util.List<io.r2dbc.spi.Connection> connections = Flux.range(0, concurrency).flatMap(i -> pool.create()).collectList().block();
       java.util.List<java.util.List<Integer>> lanes = new java.util.ArrayList<>();
       for (int i = 0; i < concurrency; i++) {
@@ -190,6 +201,9 @@ public final class PerMessageCpu {
       Map<Long, Long> pgStart = postgresCpuTicks();
       long processed = Flux.range(0, concurrency).flatMap(lane -> {
         io.r2dbc.spi.Connection c = connections.get(lane);
+        if (batch > 1) {
+          return Flux.fromIterable(lanes.get(lane)).buffer(batch).concatMap(ids -> rawBatch(c, begin, insertMany, update, ids));
+        }
         return Flux.fromIterable(lanes.get(lane)).concatMap(id -> {
           Mono<Long> b = Flux.from(c.createStatement(begin).execute()).concatMap(io.r2dbc.spi.Result::getRowsUpdated).then(Mono.just(0L));
           Mono<Long> in = Flux.from(c.createStatement(insert).bind(0, "cpu").bind(1, "m-" + id).execute())
@@ -211,13 +225,27 @@ public final class PerMessageCpu {
       }
       int total = messages + messages / 10;
       if (print) {
-        System.out.printf(Locale.ROOT, "%s RAW c%d msgs=%d msg/s=%.0f cpu_ms/msg=%.4f pg_cpu_ms/msg=%.4f load=%s%n", label, concurrency,
+        System.out.printf(Locale.ROOT, "%s RAW c%d b%d msgs=%d msg/s=%.0f cpu_ms/msg=%.4f pg_cpu_ms/msg=%.4f load=%s%n", label, concurrency, batch,
             total, total / seconds, cpu * 1000 / total, pg * 1000 / total, load());
       }
     } finally {
       postgres.execute("DROP TABLE IF EXISTS " + accounts, "DROP TABLE IF EXISTS " + inbox.table());
       pool.dispose();
     }
+  }
+
+  /** One batch's transaction on a held connection; emits how many of its messages were new. */
+  private static Mono<Integer> rawBatch(Connection c, String begin, String insertMany, String update, List<Integer> ids) {
+    String[] names = ids.stream().map(id -> "m-" + id).toArray(String[]::new);
+    Mono<Long> started = Flux.from(c.createStatement(begin).execute()).concatMap(Result::getRowsUpdated).then(Mono.just(0L));
+    Mono<Set<String>> fresh = Flux.from(c.createStatement(insertMany).bind(0, "cpu").bind(1, names).execute())
+        .concatMap(result -> result.map(row -> row.get(0, String.class))).collect(Collectors.toSet());
+    return Mono.zip(started, fresh, (ignored, newIds) -> newIds)
+        .flatMap(newIds -> Flux.fromIterable(ids).filter(id -> newIds.contains("m-" + id))
+            .concatMap(id -> Flux.from(c.createStatement(update).bind(0, 1L).bind(1, id % 1000).execute())
+                .concatMap(Result::getRowsUpdated).then(Mono.just(1)))
+            .reduce(0, Integer::sum))
+        .flatMap(n -> Mono.from(c.commitTransaction()).thenReturn(n));
   }
 
   private static String load() {
