@@ -35,7 +35,8 @@ final class Options {
       {"engineRounds", "with -DkafkaEngine=both: timed rounds of each row through the adapter after one untimed settling round, the engines' "
           + "order reversed every other round (default 2: native, Reactor Kafka, Reactor Kafka, native; a later row in the JVM runs faster); "
           + "each engine's row reports its timed rounds together"},
-      {"warmup", "messages of the untimed warm-up pass through the same rows before the timed ones, per broker (default 5000; 0: none)"},
+      {"warmup", "messages of the untimed warm-up pass through the same rows before the timed ones, per broker (default 100000 in throughput mode, "
+          + "where the JIT needs that many for Idem's rows to reach their steady CPU per message; 5000 in latency mode; 0: none)"},
       {"postgres", "postgresql://user[:password]@host:port/database (default postgresql://postgres@127.0.0.1:5432/test)"},
       {"kafka", "bootstrap servers of an external Kafka (default: a KRaft broker from Kafka's jars, kafka-broker.version of the root pom, in a child JVM)"},
       {"rabbit", "AMQP URI (default amqp://guest:guest@127.0.0.1:5672)"},
@@ -91,7 +92,7 @@ final class Options {
           + AppInfoParser.getVersion() + " is on the class path: add -Dkafka.version=3.9.1 to the command line");
     }
     engineRounds = positive("engineRounds", 2);
-    warmup = System.getProperty("warmup", "").trim().equals("0") ? 0 : positive("warmup", 5000);
+    warmup = System.getProperty("warmup", "").trim().equals("0") ? 0 : positive("warmup", mode.equals("throughput") ? 100_000 : 5000);
     postgres = System.getProperty("postgres", "postgresql://postgres@127.0.0.1:5432/test");
     String bootstrap = System.getProperty("kafka", "").trim();
     kafkaBootstrap = bootstrap.isEmpty() ? null : bootstrap;
