@@ -13,7 +13,11 @@ import dev.idem.spring.ManagedConsumer;
 import dev.idem.testing.PostgresService;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -45,7 +49,8 @@ import org.springframework.context.ConfigurableApplicationContext;
  *   <li>the repeats are suppressed and counted as duplicates;</li>
  *   <li>the bad ones are dead-lettered with their reason: on the dead-letter topic
  *       ({@code <topic>.DLT}) and in the dead-letter queue ({@code <queue>.dlq});</li>
- *   <li>health is UP, Idem's consumers and the application's as a whole;</li>
+ *   <li>health is UP, Idem's consumers and the application's as a whole, also over HTTP at the paths
+ *       the docs give, and the dead letters show in the {@code idem.messages} meter there;</li>
  *   <li>closing the application while orders are in flight stops both consumers gracefully
  *       (nothing abandoned), and a new instance applies the rest: nothing lost, nothing twice.</li>
  * </ul>
@@ -70,7 +75,7 @@ class OrdersApplicationIntegrationTests {
         "--spring.rabbitmq.host=" + RABBIT.host(), "--spring.rabbitmq.port=" + RABBIT.port(),
         "--spring.rabbitmq.username=" + credentials[0], "--spring.rabbitmq.password=" + credentials[1],
         "--orders.kafka.topic=" + topic, "--orders.rabbit.queue=" + queue,
-        "--idem.consumers.web-orders.source.group-id=" + run + "_group"};
+        "--idem.consumers.web-orders.source.group-id=" + run + "_group", "--server.port=0"};
   }
 
   private List<CompletableFuture<Void>> publish(OrderPublisher publisher, Random random, String batch, int count) {
@@ -116,6 +121,15 @@ class OrdersApplicationIntegrationTests {
 
   private static double count(MeterRegistry meters, String consumer, String outcome) {
     return meters.get("idem.messages").tag("consumer", consumer).tag("outcome", outcome).counter().count();
+  }
+
+  /** GETs a path of the application over HTTP; fails unless the answer is 200. */
+  private static String get(int port, String path) throws Exception {
+    HttpResponse<String> response = HttpClient.newHttpClient().send(
+        HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path)).timeout(Duration.ofSeconds(30)).build(),
+        HttpResponse.BodyHandlers.ofString());
+    assertThat(response.statusCode()).as("GET %s: %s", path, response.body()).isEqualTo(200);
+    return response.body();
   }
 
   private static String header(ConsumerRecord<byte[], byte[]> record, String name) {
@@ -188,6 +202,14 @@ class OrdersApplicationIntegrationTests {
       assertThat(((HealthIndicator) idem.getContributor("web-orders")).health().getStatus()).isEqualTo(Status.UP);
       assertThat(((HealthIndicator) idem.getContributor("store-orders")).health().getStatus()).isEqualTo(Status.UP);
       assertThat(context.getBean(HealthEndpoint.class).health().getStatus()).isEqualTo(Status.UP);
+      // The same over HTTP, at the paths docs/spring-boot.md gives (the example serves the actuator with WebFlux).
+      int port = Integer.parseInt(context.getEnvironment().getProperty("local.server.port", "-1"));
+      assertThat(port).as("the port WebFlux listens on").isPositive();
+      assertThat(get(port, "/actuator/health/idem/web-orders")).isEqualTo("{\"status\":\"UP\"}");
+      assertThat(get(port, "/actuator/health/idem/store-orders")).isEqualTo("{\"status\":\"UP\"}");
+      assertThat(get(port, "/actuator/health")).contains("\"idem\":{\"components\":{");
+      assertThat(get(port, "/actuator/metrics/idem.messages?tag=consumer:web-orders&tag=outcome:dead_lettered"))
+          .contains("\"statistic\":\"COUNT\",\"value\":2.0");
       assertThat(web.state()).isEqualTo(ManagedConsumer.State.RUNNING);
       assertThat(store.state()).isEqualTo(ManagedConsumer.State.RUNNING);
 

@@ -30,7 +30,7 @@ class ReactorKafkaEngineIntegrationTests {
         "--spring.rabbitmq.host=" + rabbitService.host(), "--spring.rabbitmq.port=" + rabbitService.port(),
         "--spring.rabbitmq.username=" + credentials[0], "--spring.rabbitmq.password=" + credentials[1],
         "--orders.kafka.topic=" + run, "--orders.rabbit.queue=" + run + "_store",
-        "--idem.consumers.web-orders.source.engine=reactor-kafka"};
+        "--idem.consumers.web-orders.source.engine=reactor-kafka", "--server.port=0"};
     assertThatThrownBy(() -> new SpringApplicationBuilder(OrdersApplication.class).run(args).close())
         .hasStackTraceContaining("Idem consumer 'web-orders' could not start")
         .hasStackTraceContaining("engine REACTOR_KAFKA needs io.projectreactor.kafka:reactor-kafka");
