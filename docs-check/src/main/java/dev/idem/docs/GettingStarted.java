@@ -1,15 +1,20 @@
 package dev.idem.docs;
 
 // tag::imports[]
+import com.rabbitmq.client.AMQP;
+import com.rabbitmq.client.Connection;
+import com.rabbitmq.client.ConnectionFactory;
 import dev.idem.Handler;
 import dev.idem.IdempotentConsumer;
 import dev.idem.NonRetryableException;
+import dev.idem.Outcome;
 import dev.idem.kafka.KafkaSource;
 import dev.idem.kafka.KafkaSourceOptions;
 import dev.idem.postgres.PostgresConnections;
 import dev.idem.postgres.PostgresInbox;
 import dev.idem.rabbit.RabbitSource;
 import dev.idem.rabbit.RabbitSourceOptions;
+import dev.idem.rabbit.RabbitTopology;
 import io.r2dbc.pool.ConnectionPool;
 import java.nio.charset.StandardCharsets;
 import reactor.core.publisher.Flux;
@@ -72,18 +77,28 @@ public final class GettingStarted {
     // end::wiring[]
   }
 
-  /**
-   * The same consumer fed by RabbitMQ: only the source changes.
-   *
-   * @param payments the consumer
-   * @return the outcomes
-   */
-  static Flux<?> fromRabbit(IdempotentConsumer<Payment> payments) {
-    // tag::rabbit-swap[]
-    RabbitSource<Payment> source = RabbitSource.create(
-        RabbitSourceOptions.builder("payments").uri("amqp://guest:guest@127.0.0.1:5672").build(),
+  // tag::rabbit-swap[]
+  /** The same consumer fed by RabbitMQ (uri: "amqp://guest:guest@127.0.0.1:5672", queue: "payments"). */
+  static Flux<Outcome<Payment>> fromRabbit(IdempotentConsumer<Payment> payments, String uri, String queue)
+      throws Exception {
+    ConnectionFactory factory = new ConnectionFactory();    // amqp-client's, to declare the queues once
+    factory.setUri(uri);
+    try (Connection connection = factory.newConnection("payments-setup")) {
+      RabbitTopology.declare(connection, queue, RabbitTopology.QueueType.QUORUM);  // queue, queue.dlx, queue.dlq
+    }
+
+    RabbitSource<Payment> source = RabbitSource.create(RabbitSourceOptions.builder(queue)
+            .uri(uri)
+            .orderingKey((envelope, properties) -> accountOf(properties))   // without it: no order at all
+            .build(),
         (body, properties) -> Payment.parse(new String(body, StandardCharsets.UTF_8)));
     return source.receive().transform(payments::process);
-    // end::rabbit-swap[]
   }
+
+  /** The producer's header {@code account-id}: one account's payments apply in order. */
+  static String accountOf(AMQP.BasicProperties properties) {
+    Object account = properties.getHeaders() == null ? null : properties.getHeaders().get("account-id");
+    return account == null ? null : account.toString();
+  }
+  // end::rabbit-swap[]
 }

@@ -10,6 +10,7 @@ import org.apache.kafka.common.serialization.Deserializer;
  * @param accountId the account to credit
  * @param amountCents the amount in cents
  */
+// tag::payment[]
 public record Payment(long accountId, long amountCents) {
 
   /**
@@ -26,6 +27,7 @@ public record Payment(long accountId, long amountCents) {
     }
     return new Payment(Long.parseLong(parts[0].trim()), Long.parseLong(parts[1].trim()));
   }
+  // end::payment[]
 
   /**
    * The Kafka value deserializer. What it throws makes the record an
