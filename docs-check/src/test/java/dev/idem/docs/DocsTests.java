@@ -343,19 +343,24 @@ class DocsTests {
     /**
      * Says why the build would not compile (or build) the file, or {@code null} when it does: a
      * Java file must sit under {@code src/main/java} or {@code src/test/java} of a module of the
-     * root pom, a {@code pom.xml} must be a module's; other files (YAML, SQL) are resources read
-     * by tests and are only compared.
+     * root pom or of a project that {@code .ci/run} builds on its own ({@code mvn ... -f
+     * DIR/pom.xml verify}, an application outside the reactor that imports the installed Idem), a
+     * {@code pom.xml} must be one of theirs; other files (YAML, SQL) are resources read by tests
+     * and are only compared.
      */
     static String compiledBy(Path root, String path) {
-      List<String> modules;
+      List<String> modules = new ArrayList<>();
       try {
         Matcher m = Pattern.compile("<module>([^<]+)</module>").matcher(Files.readString(root.resolve("pom.xml")));
-        modules = new ArrayList<>();
         while (m.find()) {
           modules.add(m.group(1));
         }
+        Matcher ci = Pattern.compile("(?m)^\\s*mvn [^\\n#]*-f (\\S+)/pom\\.xml [^\\n#]*verify").matcher(Files.readString(root.resolve(".ci/run")));
+        while (ci.find()) {
+          modules.add(ci.group(1));
+        }
       } catch (IOException e) {
-        return "cannot read the root pom: " + e;
+        return "cannot read the root pom or .ci/run: " + e;
       }
       if (path.endsWith(".java")) {
         boolean inModule = modules.stream()
