@@ -3,6 +3,7 @@ package dev.idem.docs;
 import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.ConnectionFactory;
 import dev.idem.IdempotentConsumer;
+import dev.idem.kafka.DeadLetterRecord;
 import dev.idem.kafka.KafkaDeadLetterReplayer;
 import dev.idem.kafka.KafkaRedeliveryHorizon;
 import dev.idem.kafka.KafkaSource;
@@ -10,6 +11,7 @@ import dev.idem.kafka.KafkaSourceOptions;
 import dev.idem.outbox.PostgresOutbox;
 import dev.idem.postgres.PostgresInbox;
 import dev.idem.rabbit.PayloadDecoder;
+import dev.idem.rabbit.DeadLetteredMessage;
 import dev.idem.rabbit.RabbitDeadLetterReplayer;
 import dev.idem.rabbit.RabbitSource;
 import dev.idem.rabbit.RabbitSourceOptions;
@@ -66,8 +68,13 @@ final class AdapterSnippets {
 
   static void replay() {
     // tag::replay[]
-    long n = KafkaDeadLetterReplayer.create("localhost:9092").replay("payments.DLT", r -> "RETRIES_EXHAUSTED".equals(r.reason()));
-    long m = RabbitDeadLetterReplayer.create("amqp://guest:guest@localhost:5672").replay("refunds.dlq", d -> true).block();
+    // Kafka: opens its clients for the call and closes them; the dead letters stay on the topic.
+    long n = KafkaDeadLetterReplayer.create("localhost:9092")
+        .replay("payments.DLT", (DeadLetterRecord r) -> "RETRIES_EXHAUSTED".equals(r.reason()));
+    // RabbitMQ: holds a connection until closed; each replayed dead letter leaves the queue.
+    try (RabbitDeadLetterReplayer replayer = RabbitDeadLetterReplayer.create("amqp://guest:guest@localhost:5672")) {
+      long m = replayer.replay("refunds.dlq", (DeadLetteredMessage d) -> "refund-7".equals(d.messageId())).block();
+    }
     // end::replay[]
   }
 }

@@ -33,7 +33,7 @@ import reactor.core.publisher.Mono;
  * {@code timestamp} property.
  *
  * <p>Built on amqp-client alone (see {@code ConfirmingPublisher}), so it works with every
- * amqp-client 5.x from 5.27. The connection is opened on first use and reused; after it is lost,
+ * amqp-client 5.x that the build tests (5.25 to 5.37). The connection is opened on first use and reused; after it is lost,
  * the next publish opens a new one (the client's automatic recovery is off, so no confirm is ever
  * awaited on a recovered channel whose sequence numbers restarted). {@link #close()} closes it.
  * Thread-safe. {@link #toString()} masks the URI's password.
