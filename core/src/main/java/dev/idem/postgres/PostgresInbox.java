@@ -365,11 +365,29 @@ public final class PostgresInbox {
         .defaultIfEmpty(false);
   }
 
+  /**
+   * Checks, without DDL, that the layout row of a rotating inbox's database table is the one this
+   * inbox is configured with: the check {@link #createSchemaIfAbsent()} makes, for a schema that a
+   * migration tool created. {@code Retention} runs it at start and before every cleanup, since it
+   * picks the slots to empty from the configured period and slot count, while the database records
+   * ids by its own row: with the two apart, it would empty slots that hold live ids.
+   *
+   * @return completes at once for the plain table, and when the row matches; fails with an
+   *     {@link IllegalStateException} naming both layouts when it differs, or when the row is missing
+   */
+  public Mono<Void> verifyLayout() {
+    return layout == null ? Mono.empty() : Mono.usingWhen(connectionFactory.create(), this::checkLayout, Connection::close);
+  }
+
   /** The database's layout row must be the configured one: a changed period or slot count would mix slots. */
   private Mono<Void> checkLayout(Connection connection) {
     return Flux.from(connection.createStatement("SELECT period_ms, slots FROM " + table + "_layout").execute())
         .concatMap(result -> result.map(row -> new long[] {row.get(0, Long.class), row.get(1, Integer.class)}))
         .next()
+        .switchIfEmpty(Mono.error(() -> new IllegalStateException("the rotating inbox " + table + " has no layout row in " + table
+            + "_layout: insert (period_ms, slots) = (" + layout.period().toMillis() + ", " + layout.slots() + ") before the block that"
+            + " creates the slot partitions, as the migration's header says (window " + layout.window() + ", periods "
+            + layout.periods() + ")")))
         .flatMap(found -> found[0] == layout.period().toMillis() && found[1] == layout.slots() ? Mono.<Void>empty()
             : Mono.<Void>error(new IllegalStateException("the rotating inbox " + table + " was created with a period of " + found[0]
                 + " ms and " + found[1] + " slots, but is configured with " + layout.period().toMillis() + " ms and " + layout.slots()

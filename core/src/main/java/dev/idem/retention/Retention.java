@@ -119,8 +119,8 @@ public final class Retention {
 
   /**
    * Runs {@code stream} with cleanups every {@code interval} for as long as it is subscribed:
-   * first the window check (a refusal fails the returned stream before {@code stream} is
-   * subscribed), then {@code stream} and the cleanup schedule side by side. Cancelling the
+   * first the checks of {@link #verifyAtStart()}, rotating layouts and windows (a refusal fails
+   * the returned stream before {@code stream} is subscribed), then {@code stream} and the cleanup schedule side by side. Cancelling the
    * returned stream stops both.
    *
    * @param stream the consumer's (or relay's) stream
@@ -128,7 +128,7 @@ public final class Retention {
    * @return {@code stream}'s elements
    */
   public <T> Flux<T> alongside(Publisher<T> stream) {
-    return verifyWindow().thenMany(Flux.merge(Flux.from(stream), schedule().then(Mono.<T>empty())));
+    return verifyAtStart().thenMany(Flux.merge(Flux.from(stream), schedule().then(Mono.<T>empty())));
   }
 
   /**
@@ -144,6 +144,15 @@ public final class Retention {
         .concatMap(horizon -> Flux.fromIterable(targets).filter(t -> t.checkedAgainstBroker)
             .concatMap(target -> check(target, horizon)))
         .then();
+  }
+
+  /**
+   * What {@link #run()} and {@link #alongside} check before the first cleanup: each rotating
+   * inbox's layout row against its configuration ({@link PostgresInbox#verifyLayout()}), then the
+   * windows against the brokers ({@link #verifyWindow()}).
+   */
+  private Mono<Void> verifyAtStart() {
+    return Flux.fromIterable(targets).filter(t -> t.rotating != null).concatMap(t -> t.inbox.verifyLayout()).then(verifyWindow());
   }
 
   private Mono<Void> check(Target target, RedeliveryHorizon.Horizon horizon) {
@@ -189,12 +198,13 @@ public final class Retention {
   }
 
   /**
-   * Runs the schedule without a stream of its own: verify, then clean every {@code interval}.
+   * Runs the schedule without a stream of its own: verify (rotating layouts, then windows), then
+   * clean every {@code interval}.
    *
    * @return one report per run; never completes
    */
   public Flux<CleanupReport> run() {
-    return verifyWindow().thenMany(schedule());
+    return verifyAtStart().thenMany(schedule());
   }
 
   /**
@@ -264,7 +274,8 @@ public final class Retention {
     long[] longest = new long[1];
     long[] oldestStart = {Long.MAX_VALUE};
     long[] nowSeen = new long[1];
-    return Flux.range(0, slots)
+    // The slots are computed from the configured layout; the database records by its own row. Never empty a slot unless they agree.
+    return inbox.verifyLayout().thenMany(Flux.range(0, slots))
         .concatMap(slot -> {
           String partition = inbox.slotPartition(slot);
           long start = System.nanoTime();

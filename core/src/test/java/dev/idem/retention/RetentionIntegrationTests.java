@@ -400,6 +400,30 @@ class RetentionIntegrationTests {
   }
 
   @Test
+  void aRotatingInboxConfiguredApartFromItsLayoutRowIsRefusedAndNoSlotIsEmptied() {
+    PostgresInbox created = rotatingInbox(Duration.ofSeconds(6), 3); // the database's row: period 2 s, 5 slots
+    for (int slot = 0; slot < 5; slot++) {
+      postgres.execute("INSERT INTO " + created.slotPartition(slot) + " (consumer, message_id, processed_at, slot) VALUES ('"
+          + consumer + "', 'id-" + slot + "', now(), " + slot + ")");
+    }
+    // The same table configured otherwise (period 10 s, 5 slots), as a migration's row and the code can disagree.
+    PostgresInbox configured = PostgresInbox.rotating(pool, created.table(), Duration.ofSeconds(30), 3);
+    Retention retention = Retention.builder().inbox(configured, Duration.ofSeconds(30)).interval(Duration.ofSeconds(1)).build();
+
+    assertThatThrownBy(() -> configured.verifyLayout().block(TIMEOUT))
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageContaining("was created with a period of 2000 ms and 5 slots, but is configured with 10000 ms and 5 slots");
+    assertThatThrownBy(() -> retention.cleanupOnce().block(TIMEOUT)).hasMessageContaining("was created with a period of 2000 ms");
+    assertThatThrownBy(() -> retention.alongside(Flux.just(1)).blockLast(TIMEOUT)).hasMessageContaining("was created with a period of 2000 ms");
+    assertThat(inboxRows(created, "id-%")).isEqualTo(5);
+    assertThat(created.verifyLayout().block(TIMEOUT)).isNull(); // the matching configuration passes
+
+    postgres.execute("DELETE FROM " + created.table() + "_layout");
+    assertThatThrownBy(() -> created.verifyLayout().block(TIMEOUT))
+        .hasMessageContaining("has no layout row in " + created.table() + "_layout: insert (period_ms, slots) = (2000, 5)");
+  }
+
+  @Test
   void buildRefusesAnIntervalThatCannotEmptyARotatingSlotBeforeItIsReused() {
     PostgresInbox inbox = PostgresInbox.rotating(pool, "not_created", Duration.ofMinutes(10), 10);
     assertThatThrownBy(() -> Retention.builder().inbox(inbox, Duration.ofMinutes(10)).interval(Duration.ofMinutes(1)).build())

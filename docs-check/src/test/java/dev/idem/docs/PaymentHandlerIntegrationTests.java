@@ -47,6 +47,7 @@ class PaymentHandlerIntegrationTests {
   void aRedeliveredPaymentIsCreditedOnceAndAnUnknownAccountIsDeadLettered() {
     sql("CREATE TABLE IF NOT EXISTS accounts (id bigint PRIMARY KEY, balance bigint NOT NULL DEFAULT 0)");
     sql("INSERT INTO accounts (id) VALUES (1) ON CONFLICT (id) DO UPDATE SET balance = 0");
+    sql("DELETE FROM accounts WHERE id = 99");          // the unknown account below, whatever ran before
     PostgresInbox inbox = PostgresInbox.create(pool);
     inbox.createSchemaIfAbsent().block();
     IdempotentConsumer<Payment> consumer = IdempotentConsumer.<Payment>named("payments-test-" + System.nanoTime())
