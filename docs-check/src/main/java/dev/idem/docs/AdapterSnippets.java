@@ -10,14 +10,16 @@ import dev.idem.kafka.KafkaSource;
 import dev.idem.kafka.KafkaSourceOptions;
 import dev.idem.outbox.PostgresOutbox;
 import dev.idem.postgres.PostgresInbox;
-import dev.idem.rabbit.PayloadDecoder;
 import dev.idem.rabbit.DeadLetteredMessage;
+import dev.idem.rabbit.PayloadDecoder;
 import dev.idem.rabbit.RabbitDeadLetterReplayer;
+import dev.idem.rabbit.RabbitRedeliveryHorizon;
 import dev.idem.rabbit.RabbitSource;
 import dev.idem.rabbit.RabbitSourceOptions;
 import dev.idem.rabbit.RabbitTopology;
 import dev.idem.retention.Retention;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.r2dbc.pool.ConnectionPool;
 import java.time.Duration;
 
 /**
@@ -39,6 +41,19 @@ final class AdapterSnippets {
         .build();
     source.receive().transform(payments::process).transform(retention::alongside).subscribe();
     // end::retention[]
+  }
+
+  static void rotatingRetention(ConnectionPool pool, RabbitSource<Payment> source, IdempotentConsumer.Builder<Payment> builder) {
+    // tag::rotating-retention[]
+    // Ids kept 14 days in 16 daily slots (14 periods + 2); the layout row says (86400000, 16).
+    PostgresInbox inbox = PostgresInbox.rotating(pool, "processed_ids", Duration.ofDays(14), 14);
+    IdempotentConsumer<Payment> payments = builder.inbox(inbox).build();
+    Retention retention = Retention.builder()
+        .inbox(inbox, Duration.ofDays(14))                   // at most the layout's window
+        .checkedAgainst(RabbitRedeliveryHorizon.messageTtl("payments", Duration.ofDays(7)))  // a TTL set by policy
+        .build();                                            // interval 1 min: at most half the period
+    source.receive().transform(payments::process).transform(retention::alongside).subscribe();
+    // end::rotating-retention[]
   }
 
   static KafkaSource<Payment> kafka(MeterRegistry registry) {

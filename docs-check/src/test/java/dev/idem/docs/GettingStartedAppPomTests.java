@@ -41,6 +41,7 @@ class GettingStartedAppPomTests {
     assertThat(idem.group(1)).as("idem.version").isEqualTo(rootVersion.group(1));
     assertThat(versionOf(app, "logback-classic")).isEqualTo(rootProperty(root, "logback.version"));
     assertThat(versionOf(app, "junit-jupiter")).isEqualTo(rootProperty(root, "junit-bom.version"));
+    assertThat(versionOf(app, "assertj-core")).isEqualTo(rootProperty(root, "assertj.version"));
     assertThat(versionOf(app, "maven-compiler-plugin")).isEqualTo(rootProperty(root, "compiler-plugin.version"));
     assertThat(versionOf(app, "maven-surefire-plugin")).isEqualTo(rootProperty(root, "surefire.version"));
   }

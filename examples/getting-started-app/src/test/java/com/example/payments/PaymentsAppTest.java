@@ -1,6 +1,6 @@
 package com.example.payments;
 
-import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.assertj.core.api.Assertions.assertThat;
 
 import com.rabbitmq.client.AMQP;
 import com.rabbitmq.client.Channel;
@@ -14,8 +14,6 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
-import java.util.TreeMap;
-import java.util.stream.Collectors;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import reactor.core.publisher.Flux;
@@ -88,14 +86,13 @@ class PaymentsAppTest {
 
     List<Outcome<Payment>> seen = outcomes.take(4).collectList().block(Duration.ofSeconds(120));
 
-    Map<String, Long> statuses = seen.stream()
-        .collect(Collectors.groupingBy(o -> o.status().name(), TreeMap::new, Collectors.counting()));
-    assertEquals(Map.of("PROCESSED", 2L, "DUPLICATE", 1L, "DEAD_LETTERED", 1L), statuses);
-    assertEquals(700, balance(7));
-    assertEquals(50, balance(8));
+    assertThat(seen).extracting(Outcome::status).containsExactlyInAnyOrder(
+        Outcome.Status.PROCESSED, Outcome.Status.PROCESSED, Outcome.Status.DUPLICATE, Outcome.Status.DEAD_LETTERED);
+    assertThat(balance(7)).isEqualTo(700);
+    assertThat(balance(8)).isEqualTo(50);
     try (Connection connection = rabbit(); Channel channel = connection.createChannel()) {
-      assertEquals(0, channel.queueDeclarePassive(queue).getMessageCount());
-      assertEquals(1, channel.queueDeclarePassive(RabbitTopology.deadLetterQueue(queue)).getMessageCount());
+      assertThat(channel.queueDeclarePassive(queue).getMessageCount()).isZero();
+      assertThat(channel.queueDeclarePassive(RabbitTopology.deadLetterQueue(queue)).getMessageCount()).isEqualTo(1);
     }
   }
 }
