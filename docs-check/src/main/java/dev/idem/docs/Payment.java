@@ -27,7 +27,6 @@ public record Payment(long accountId, long amountCents) {
     }
     return new Payment(Long.parseLong(parts[0].trim()), Long.parseLong(parts[1].trim()));
   }
-  // end::payment[]
 
   /**
    * The Kafka value deserializer. What it throws makes the record an
@@ -44,3 +43,4 @@ public record Payment(long accountId, long amountCents) {
     }
   }
 }
+// end::payment[]

@@ -1,7 +1,9 @@
 package dev.idem.docs;
 
 import dev.idem.BatchHandler;
+import dev.idem.GracefulShutdown;
 import dev.idem.IdempotentConsumer;
+import dev.idem.kafka.KafkaSource;
 import dev.idem.micrometer.MicrometerConsumerMetrics;
 import dev.idem.micrometer.MicrometerOutboxMetrics;
 import dev.idem.micrometer.MicrometerRetentionMetrics;
@@ -61,6 +63,17 @@ final class TuningSnippets {
     };
   }
   // end::batch-handler[]
+
+  static void shutdownHook(IdempotentConsumer<Payment> payments, KafkaSource<Payment> source) {
+    // tag::shutdown-hook[]
+    GracefulShutdown shutdown = GracefulShutdown.create();
+    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+      shutdown.stop(Duration.ofSeconds(20)).block();   // no new message starts; those in flight commit and settle
+      source.close();                                  // Kafka: waits for the last offset commit (closeTimeout)
+    }));
+    payments.process(source.receive(), shutdown).blockLast();   // returns when the stop has completed the stream
+    // end::shutdown-hook[]
+  }
 
   static void metrics(PostgresInbox inbox, PostgresOutbox outbox, OutboxPublisher publisher,
       RabbitSource<Payment> rabbitSource, MeterRegistry registry, ObservationRegistry observations) {
