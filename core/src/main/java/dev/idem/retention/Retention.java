@@ -119,9 +119,10 @@ public final class Retention {
 
   /**
    * Runs {@code stream} with cleanups every {@code interval} for as long as it is subscribed:
-   * first the checks of {@link #verifyAtStart()}, rotating layouts and windows (a refusal fails
-   * the returned stream before {@code stream} is subscribed), then {@code stream} and the cleanup schedule side by side. Cancelling the
-   * returned stream stops both.
+   * first the checks, each rotating inbox's layout row ({@link PostgresInbox#verifyLayout()}) and
+   * then the windows ({@link #verifyWindow()}), a refusal failing the returned stream before
+   * {@code stream} is subscribed; then {@code stream} and the cleanup schedule side by side.
+   * Cancelling the returned stream stops both.
    *
    * @param stream the consumer's (or relay's) stream
    * @param <T> its element type
