@@ -146,6 +146,8 @@ final class BatchPath<T> {
                   name, run.size(), transactionTimeout.toMillis(),
                   split.index >= 0 ? "the handler of message '" + Settlement.idForLogs(run.get(split.index)) + "' ran" : "the batch handler ran",
                   split.index >= 0 ? "it" : "the message that hangs (found by halving the batch)");
+            } else if (FailureKinds.serverTimeoutOfEffect(split.getCause()) != null) {
+              logServerTimeout(run, split);
             }
             return split(run, split, lane, run.size() == 1 ? attempts : null);
           })
@@ -162,6 +164,25 @@ final class BatchPath<T> {
             run.forEach(metrics::abandoned);
           });
     });
+  }
+
+  /**
+   * A handler's statement that the server stopped on a timeout splits the batch; the WARN names
+   * the message when it is known: a per-message handler's, or the last one left by halving a
+   * batch handler's batch (a per-message handler's batch of one is named by its retries' log).
+   */
+  private void logServerTimeout(List<Delivery<T>> run, BatchSplit split) {
+    String state = FailureKinds.serverTimeoutOfEffect(split.getCause());
+    String error = LogText.cut(String.valueOf(FailureKinds.cause(split.getCause()).getMessage()));
+    if (run.size() > 1) {
+      log.warn("Consumer '{}': the server stopped a statement of {} in a batch of {} messages (SQLSTATE {}: {}); "
+          + "the batch is split: the others commit without {}, which is retried on its own",
+          name, split.index >= 0 ? "the handler of message '" + Settlement.idForLogs(run.get(split.index)) + "'" : "the batch handler",
+          run.size(), state, error, split.index >= 0 ? "it" : "the message whose statement timed out (found by halving the batch)");
+    } else if (split.index < 0) {
+      log.warn("Consumer '{}': the server stopped a statement of the batch handler for message '{}' alone (SQLSTATE {}: {}); "
+          + "it is retried on its own", name, Settlement.idForLogs(run.get(0)), state, error);
+    }
   }
 
   /**

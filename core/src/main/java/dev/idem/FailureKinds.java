@@ -45,6 +45,26 @@ final class FailureKinds {
     return kind != null ? kind : ErrorKind.RETRYABLE;
   }
 
+  /**
+   * The SQLSTATE when the server stopped one of the handler's own statements on a timeout:
+   * {@code 57014} (statement cancelled, as {@code statement_timeout} does) or {@code 55P03}
+   * ({@code lock_timeout}); {@code null} for anything else. Such a stop is the running
+   * message's, like the {@code transactionTimeout} striking while its effect runs: a batch splits
+   * around it instead of retrying as a unit. The same codes in BEGIN, the dedup insert or COMMIT
+   * are not the handler's and stay the database's.
+   */
+  static String serverTimeoutOfEffect(Throwable error) {
+    if (!(error instanceof HandlerFailure)) {
+      return null;
+    }
+    for (Throwable t = error.getCause(); t != null; t = t.getCause() == t ? null : t.getCause()) {
+      if (t instanceof io.r2dbc.spi.R2dbcException r2dbc && ("57014".equals(r2dbc.getSqlState()) || "55P03".equals(r2dbc.getSqlState()))) {
+        return r2dbc.getSqlState();
+      }
+    }
+    return null;
+  }
+
   static boolean isFatal(Throwable error) {
     return JvmErrors.isFatal(error);
   }

@@ -233,7 +233,7 @@ public final class IdempotentConsumer<T> {
       // As process(source), with the stop's gate in front of the source and around each start.
       Flux<Delivery<T>> received = control.<Delivery<T>>gate(source).doOnNext(metrics::received);
       Flux<Outcome<T>> outcomes = dispatch.outcomes(received, d -> control.run(d, messages.handle(d)),
-          (batch, lane) -> control.runBatch(batch, () -> batches.process(batch, control.tracking(lane))));
+          (batch, lane) -> control.runBatch(batch, lane, tracked -> batches.process(batch, tracked)));
       return control.untilStopped(outcomes.doOnDiscard(Delivery.class, metrics::abandoned));
     });
   }

@@ -93,13 +93,15 @@ final class RetryDecision {
 
   /**
    * For a batch: waits and retries the whole batch on infrastructure failures and on
-   * contention within its bound; anything else that is not fatal splits the batch.
+   * contention within its bound; anything else that is not fatal splits the batch, and so does a
+   * timeout that struck while a handler ran, the client's ({@code transactionTimeout}) or the
+   * server's ({@code statement_timeout}, {@code lock_timeout}): it is the running message's.
    */
   Mono<Long> backoffOrSplit(Throwable failure) {
     if (FailureKinds.isFatal(failure)) {
       return Mono.error(failure);
     }
-    if (failure instanceof EffectTimeout || failure instanceof SlowEffect) {
+    if (failure instanceof EffectTimeout || failure instanceof SlowEffect || FailureKinds.serverTimeoutOfEffect(failure) != null) {
       return Mono.error(new BatchSplit(failure));
     }
     ErrorKind kind = kinds.kindOf(failure);

@@ -412,4 +412,54 @@ class GracefulShutdownIntegrationTests {
       assertThat(inboxRows(d.id())).as("inbox rows of %s", d.id()).isEqualTo(d.ackCount());
     }
   }
+
+  /**
+   * A batch's first message runs past the slowMessageThreshold and is detached; the stop comes
+   * while it is slow. The detached message settles alone first, and only then the rest of its
+   * batch (its last message waits for that): so the batch's last outcome is the stream's last. The
+   * batch handed the detached message to a flight of its own, and that message is not counted
+   * again as abandoned when the stream completes on the batch's last outcome: nothing is abandoned.
+   */
+  @Test
+  void aMessageDetachedFromItsBatchIsNotCountedAbandonedWhenItsBatchSettlesLast() {
+    List<TestDelivery<Integer>> deliveries = deliveries(6);
+    TestDelivery<Integer> detached = deliveries.get(0);
+    Sinks.Empty<Void> slowStarted = Sinks.empty();
+    AtomicInteger slowRuns = new AtomicInteger();
+    Handler<Integer> handler = (value, tx) -> {
+      handlerStarted.add(tx.messageId());
+      Mono<Void> effect = tx.sql("INSERT INTO " + effects + " (message_id, v) VALUES ($1, $2)")
+          .bind(0, tx.messageId()).bind(1, value).execute().then();
+      if (value == 0 && slowRuns.incrementAndGet() == 1) {
+        // Slow in its batch: past the threshold it is detached (this attempt is cancelled and rolls back).
+        return effect.then(Mono.fromRunnable(slowStarted::tryEmitEmpty)).then(Mono.delay(Duration.ofSeconds(10))).then();
+      }
+      if (value == 5) {
+        // The batch's last message commits only once the detached one has settled alone.
+        return effect.then(Flux.interval(Duration.ofMillis(10)).filter(tick -> detached.ackCount() > 0).next()).then();
+      }
+      return effect;
+    };
+    IdempotentConsumer<Integer> idem = IdempotentConsumer.<Integer>named(consumer).inbox(inbox).handler(handler)
+        .concurrency(1).prefetch(16).maxBatchSize(8).batchMaxWait(Duration.ofMillis(200)).ordering(Ordering.UNORDERED)
+        .slowMessageThreshold(Duration.ofMillis(300)).transactionTimeout(Duration.ofSeconds(30))
+        .retry(RetryPolicy.backoff(5, Duration.ofMillis(10))).build();
+    GracefulShutdown shutdown = GracefulShutdown.create();
+    Running running = start(idem, deliveries, shutdown);
+    slowStarted.asMono().block(TIMEOUT);
+
+    ShutdownReport report = shutdown.stop(Duration.ofSeconds(30)).block(TIMEOUT);
+
+    assertThat(slowRuns.get()).as("detached, then run alone").isEqualTo(2);
+    assertThat(report.abandonedInFlight()).as("abandoned in flight: %s", report).isZero();
+    assertThat(report.withinGracePeriod()).isTrue();
+    assertThat(running.ended.get()).isEqualTo(SignalType.ON_COMPLETE);
+    assertThat(running.outcomes).hasSize(6);
+    assertThat(running.outcomes.get(running.outcomes.size() - 1).messageId()).as("the batch's last message settles last").isEqualTo("m-5");
+    for (TestDelivery<Integer> d : deliveries) {
+      assertThat(effects(d.id())).as("effects of %s", d.id()).isEqualTo(1);
+      assertThat(inboxRows(d.id())).as("inbox rows of %s", d.id()).isEqualTo(1);
+      assertThat(d.ackCount()).as("acks of %s", d.id()).isEqualTo(1);
+    }
+  }
 }

@@ -7,7 +7,7 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 import java.util.function.Consumer;
-import java.util.function.Supplier;
+import java.util.function.Function;
 import org.reactivestreams.Publisher;
 import org.reactivestreams.Subscription;
 import org.slf4j.Logger;
@@ -106,47 +106,67 @@ public final class StopControl {
   }
 
   /**
-   * A batch's processing, started unless the stop began.
+   * A batch's processing, started unless the stop began. The work gets its lane back tracked: a
+   * message that the batch moves off the lane ({@link BatchLanes.LaneControl#offLane}) leaves the
+   * batch's flight for a flight of its own, which a stop waits for within the grace period and
+   * abandons a retry backoff of that ends after it, as for the batch; a message the lane holds back
+   * ({@link BatchLanes.LaneControl#admit}) leaves the flight unstarted, and starts again with a
+   * later batch (or, once the stop began, is not started). So a batch's flight counts only the
+   * messages it settles itself, and none is reported abandoned that another flight settled.
    *
    * @param items the batch's messages, each counted
-   * @param work the processing, emitting at most one result per message
+   * @param lane the lane the batch runs on
+   * @param work the processing on the tracked lane, emitting at most one result per message
+   * @param <I> the lane's item type
+   * @param <O> the lane's result type
    * @param <R> the result type
    * @return the work, or empty without running it after the stop
    */
-  public <R> Flux<R> runBatch(List<?> items, Supplier<Flux<R>> work) {
+  public <I, O, R> Flux<R> runBatch(List<?> items, BatchLanes.LaneControl<I, O> lane,
+      Function<BatchLanes.LaneControl<I, O>, Flux<R>> work) {
     return Flux.defer(() -> {
       Flight flight = tryStart(items.size());
       if (flight == null) {
         items.forEach(notStarted);
         return Flux.empty();
       }
-      return tracked(flight, work.get());
+      return tracked(flight, work.apply(tracking(lane, flight)));
     });
   }
 
-  /**
-   * A batch lane whose off-lane work (a failing message retried on its own, see
-   * {@link BatchLanes.LaneControl#offLane}) is in flight for this control as its batch was: a stop
-   * waits for it within the grace period, abandons a retry backoff that ends after the grace
-   * period at once, and counts it.
-   *
-   * @param lane the running batch's lane
-   * @param <I> the item type
-   * @param <O> the result type
-   * @return the lane, tracking its off-lane work
-   */
-  public <I, O> BatchLanes.LaneControl<I, O> tracking(BatchLanes.LaneControl<I, O> lane) {
+  /** The lane of a batch whose flight is {@code flight}: what leaves the batch leaves its flight. */
+  private <I, O> BatchLanes.LaneControl<I, O> tracking(BatchLanes.LaneControl<I, O> lane, Flight flight) {
     return new BatchLanes.LaneControl<>() {
       @Override
       public List<I> admit(List<I> items) {
-        return lane.admit(items);
+        List<I> admitted = lane.admit(items);
+        leave(flight, items.size() - admitted.size(), true);
+        return admitted;
       }
 
       @Override
       public void offLane(I item, Mono<O> work) {
+        leave(flight, 1, false);
         lane.offLane(item, continued(work));
       }
     };
+  }
+
+  /** {@code count} messages leave a batch's flight: off the lane (in flight on their own) or held back ({@code unstarted}). */
+  private void leave(Flight flight, int count, boolean unstarted) {
+    if (count <= 0) {
+      return;
+    }
+    synchronized (this) {
+      if (!flights.contains(flight)) {
+        return;
+      }
+      flight.messages -= count;
+      inFlight -= count;
+      if (unstarted) {
+        started -= count;
+      }
+    }
   }
 
   /** Work of a message that already started (in a batch that has not ended yet): in flight even when stopping. */
@@ -358,7 +378,8 @@ public final class StopControl {
 
   /** One message or batch in flight. */
   private final class Flight {
-    final int messages;
+    /** Its messages still in flight with it; a batch's decrease as messages leave it (guarded by the control). */
+    int messages;
     final Sinks.Empty<Void> abandon = Sinks.empty();
     volatile int emitted;
     volatile boolean inBackoff;

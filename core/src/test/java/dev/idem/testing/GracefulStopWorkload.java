@@ -98,6 +98,9 @@ public final class GracefulStopWorkload {
   private final AtomicReference<String> trigger = new AtomicReference<>();
   private final CountDownLatch triggered = new CountDownLatch(1);
   private final Sinks.Empty<Void> stopBegan = Sinks.empty();
+  /** Handler runs that held the trigger once the stop began (a batch handler's runs count each batch that holds it). */
+  private final java.util.concurrent.atomic.AtomicInteger triggerRunsAfterStop = new java.util.concurrent.atomic.AtomicInteger();
+  private final java.util.concurrent.atomic.AtomicBoolean stopped = new java.util.concurrent.atomic.AtomicBoolean();
 
   /**
    * @param table the business table
@@ -183,6 +186,7 @@ public final class GracefulStopWorkload {
   private Handler<String> handler() {
     return (payload, tx) -> {
       String id = tx.messageId();
+      countTriggerRun(id);
       Mono<Void> effect = tx.sql(insertOne).bind(0, id).bind(1, payload).execute().then(Mono.delay(PER_MESSAGE)).then();
       if (!failsOnce(id)) {
         return effect;
@@ -203,6 +207,7 @@ public final class GracefulStopWorkload {
   private BatchHandler<String> batchHandler() {
     return (items, tx) -> {
       String[] ids = items.stream().map(BatchItem::messageId).toArray(String[]::new);
+      items.forEach(item -> countTriggerRun(item.messageId()));
       String[] payloads = items.stream().map(BatchItem::payload).toArray(String[]::new);
       Mono<Void> effect = tx.sql(insertMany).bind(0, ids).bind(1, payloads).execute()
           .then(Mono.delay(PER_MESSAGE.multipliedBy(items.size()))).then();
@@ -219,6 +224,25 @@ public final class GracefulStopWorkload {
       }
       return effect.then(failure(failing, tx));
     };
+  }
+
+  /** Counts a run of the trigger's handler that began after the stop began. */
+  private void countTriggerRun(String id) {
+    if (id.equals(trigger.get()) && stopped.get()) {
+      triggerRunsAfterStop.incrementAndGet();
+    }
+  }
+
+  /**
+   * How many times the trigger's handler ran after the stop began: the one that held it open
+   * fails at the stop without counting; then the attempt that fails with the retryable error, and
+   * the one that commits, each after a backoff that began after the stop (a batch handler's
+   * halving adds runs). At least 2 says the stop waited out the trigger's backoffs.
+   *
+   * @return the runs
+   */
+  public int triggerRunsAfterStop() {
+    return triggerRunsAfterStop.get();
   }
 
   /** Whether this failing message's attempt triggers the stop: the first after {@link #STOP_AFTER} outcomes. */
@@ -261,6 +285,7 @@ public final class GracefulStopWorkload {
 
   /** Tells the message of {@link #awaitTrigger} that the stop began: it fails now, after the stop began. */
   public void stopBegan() {
+    stopped.set(true);
     stopBegan.tryEmitEmpty();
   }
 

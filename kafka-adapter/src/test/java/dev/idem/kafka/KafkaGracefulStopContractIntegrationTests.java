@@ -105,10 +105,11 @@ class KafkaGracefulStopContractIntegrationTests {
       assertThat(settled.size()).isGreaterThanOrEqualTo(STOP_AFTER).isLessThan(PUBLISHED);
       // The message that failed after the stop began waited out its backoffs and settled.
       assertThat(settled).filteredOn(o -> trigger.equals(o.messageId()))
-          .singleElement().satisfies(o -> {
-            assertThat(o.status()).isEqualTo(Outcome.Status.PROCESSED);
-            assertThat(o.attempts()).isGreaterThanOrEqualTo(2);
-          });
+          .singleElement().satisfies(o -> assertThat(o.status()).isEqualTo(Outcome.Status.PROCESSED));
+      // ... after at least two more runs of its handler, each after a backoff that began after the stop. Counted by the
+      // workload, not read from the outcome's attempts: those count the attempts of the run the message settled in,
+      // which depends on how a batch split (one run of this test on a busy machine settled the trigger with attempts 1).
+      assertThat(workload.triggerRunsAfterStop()).as("runs of the trigger's handler after the stop began").isGreaterThanOrEqualTo(2);
       assertPhaseOneApplied(s, settled);
       // No redelivery of what could be committed: each partition's committed offset is where its
       // settled prefix ends, not before (a settled record's commit lost) and not after (a record
