@@ -34,7 +34,10 @@ import java.util.concurrent.TimeoutException;
  * are retried and then dead-lettered like any handler error. Independently of the classifier,
  * the pipeline treats errors of the transaction itself (acquiring a connection, BEGIN, the dedup
  * insert, COMMIT, the transaction timeout) as infrastructure unless they are classified
- * {@link ErrorKind#NON_RETRYABLE}: they are never the message's fault.
+ * {@link ErrorKind#NON_RETRYABLE}: they are never the message's fault. In a micro-batch, a
+ * handler statement that the server stops on a timeout ({@code 57014}, {@code 55P03}) is the
+ * running message's: the batch splits at it instead of retrying as a unit, and the message is then
+ * retried alone with the kind above.
  * Compose a custom classifier with {@link #orElse(ErrorClassifier)} to keep these rules.
  */
 @FunctionalInterface
