@@ -34,17 +34,18 @@ final class ConcurrentSchedules<T> {
   Optional<Finding> redeliveryAfterCommit() {
     harness.reset();
     String name = harness.newConsumerName();
-    IdempotentConsumer<T> consumer = harness.consumer(name, 1, 1);
-    for (int i = 0; i < messages.size(); i++) {
-      InMemoryDelivery<T> first = harness.delivery(messages.get(i), 1);
-      harness.process(consumer, List.of(first));
-      InMemoryDelivery<T> again = harness.delivery(messages.get(i), 2);
-      harness.process(consumer, List.of(again));
-      List<Object> state = harness.probe();
-      if (!state.equals(reference.after(i))) {
-        return Optional.of(diverged(Schedule.REDELIVERY_AFTER_COMMIT, "after message " + first.id() + " ("
-            + (i + 1) + " of " + messages.size() + ") and its redelivery (ack lost after the commit)",
-            ids(List.of(first, again)), reference.after(i), state));
+    try (Line<T> line = harness.line(harness.consumer(name, 1, 1))) {
+      for (int i = 0; i < messages.size(); i++) {
+        InMemoryDelivery<T> first = harness.delivery(messages.get(i), 1);
+        line.process(first);
+        InMemoryDelivery<T> again = harness.delivery(messages.get(i), 2);
+        line.process(again);
+        List<Object> state = harness.probe();
+        if (!state.equals(reference.after(i))) {
+          return Optional.of(diverged(Schedule.REDELIVERY_AFTER_COMMIT, "after message " + first.id() + " ("
+              + (i + 1) + " of " + messages.size() + ") and its redelivery (ack lost after the commit)",
+              ids(List.of(first, again)), reference.after(i), state));
+        }
       }
     }
     List<InMemoryDelivery<T>> all = deliveries(3);

@@ -103,18 +103,19 @@ public final class ContractRunner<T> {
 
   private CleanRun cleanRun(Harness<T> harness) {
     harness.reset();
-    IdempotentConsumer<T> consumer = harness.consumer(harness.newConsumerName(), 1, 1);
     List<List<Object>> probes = new ArrayList<>();
     List<Integer> statements = new ArrayList<>();
     List<String> ids = new ArrayList<>();
     probes.add(harness.probe());
-    for (InMemoryDelivery<T> template : settings.messages()) {
-      InMemoryDelivery<T> delivery = harness.delivery(template, 1);
-      long before = harness.statements();
-      harness.process(consumer, List.of(delivery));
-      statements.add((int) (harness.statements() - before));
-      ids.add(delivery.id());
-      probes.add(harness.probe());
+    try (Line<T> line = harness.line(harness.consumer(harness.newConsumerName(), 1, 1))) {
+      for (InMemoryDelivery<T> template : settings.messages()) {
+        InMemoryDelivery<T> delivery = harness.delivery(template, 1);
+        long before = harness.statements();
+        line.process(delivery);
+        statements.add((int) (harness.statements() - before));
+        ids.add(delivery.id());
+        probes.add(harness.probe());
+      }
     }
     return new CleanRun(probes, statements, ids);
   }
@@ -149,17 +150,18 @@ public final class ContractRunner<T> {
 
   private Optional<Finding> freshHandlerPerMessage(Harness<T> harness, CleanRun reference) {
     harness.reset();
-    String name = harness.newConsumerName();
     List<InMemoryDelivery<T>> messages = settings.messages();
-    for (int i = 0; i < messages.size(); i++) {
-      InMemoryDelivery<T> delivery = harness.delivery(messages.get(i), 1);
-      harness.process(harness.consumer(name, 1, 1), List.of(delivery));
-      List<Object> state = harness.probe();
+    try (Line<T> line = harness.line(harness.consumer(harness.newConsumerName(), 1, 1, true))) {
+      for (int i = 0; i < messages.size(); i++) {
+        InMemoryDelivery<T> delivery = harness.delivery(messages.get(i), 1);
+        line.process(delivery);
+        List<Object> state = harness.probe();
       if (!state.equals(reference.after(i))) {
         return Optional.of(new Finding(Mistake.STATE_KEPT_IN_MEMORY, Schedule.FRESH_HANDLER_PER_MESSAGE,
             "after message " + delivery.id() + " (" + (i + 1) + " of " + messages.size()
                 + "), run by a new handler instance where the clean run's instance had seen the messages before it",
-            List.of(delivery.id()), String.valueOf(reference.after(i)), String.valueOf(state)));
+              List.of(delivery.id()), String.valueOf(reference.after(i)), String.valueOf(state)));
+        }
       }
     }
     return Optional.empty();
@@ -167,7 +169,12 @@ public final class ContractRunner<T> {
 
   private Optional<Finding> failureAfterEachStatement(Harness<T> harness, CleanRun reference) {
     harness.reset();
-    IdempotentConsumer<T> consumer = harness.consumer(harness.newConsumerName(), 1, 1);
+    try (Line<T> line = harness.line(harness.consumer(harness.newConsumerName(), 1, 1))) {
+      return failureAfterEachStatement(harness, line, reference);
+    }
+  }
+
+  private Optional<Finding> failureAfterEachStatement(Harness<T> harness, Line<T> line, CleanRun reference) {
     List<InMemoryDelivery<T>> messages = settings.messages();
     for (int i = 0; i < messages.size(); i++) {
       int statements = reference.statements().get(i);
@@ -180,7 +187,7 @@ public final class ContractRunner<T> {
         harness.failAfter(failAfter);
         Outcome<T> outcome;
         try {
-          outcome = harness.process(consumer, List.of(delivery)).get(0);
+          outcome = line.process(delivery);
         } finally {
           harness.failAfter(Attempt.NO_FAILURE);
         }
@@ -205,7 +212,7 @@ public final class ContractRunner<T> {
         }
       }
       InMemoryDelivery<T> retry = harness.delivery(messages.get(i), attempt);
-      harness.process(consumer, List.of(retry));
+      line.process(retry);
       List<Object> state = harness.probe();
       if (!state.equals(reference.after(i))) {
         return Optional.of(new Finding(Mistake.STATE_KEPT_IN_MEMORY, Schedule.FAILURE_AFTER_EACH_STATEMENT,

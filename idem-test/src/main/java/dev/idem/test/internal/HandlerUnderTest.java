@@ -43,7 +43,13 @@ public abstract sealed class HandlerUnderTest<T> {
     return new Batch<>(handlers);
   }
 
-  abstract void install(IdempotentConsumer.Builder<T> builder, AtomicLong statements, IntSupplier failAfter);
+  /**
+   * Installs an instrumented handler.
+   *
+   * @param freshPerCall a new instance of the user's handler for every call, instead of one for the consumer
+   */
+  abstract void install(IdempotentConsumer.Builder<T> builder, AtomicLong statements, IntSupplier failAfter,
+      boolean freshPerCall);
 
   static Publisher<?> attempt(AtomicLong statements, IntSupplier failAfter,
       java.util.function.Function<Attempt, Publisher<?>> body) {
@@ -62,10 +68,11 @@ public abstract sealed class HandlerUnderTest<T> {
     }
 
     @Override
-    void install(IdempotentConsumer.Builder<T> builder, AtomicLong statements, IntSupplier failAfter) {
-      Handler<T> handler = handlers.get();
+    void install(IdempotentConsumer.Builder<T> builder, AtomicLong statements, IntSupplier failAfter,
+        boolean freshPerCall) {
+      Handler<T> shared = freshPerCall ? null : handlers.get();
       builder.handler((payload, tx) -> attempt(statements, failAfter,
-          a -> handler.handle(payload, new InstrumentedTx(tx, a))));
+          a -> (shared != null ? shared : handlers.get()).handle(payload, new InstrumentedTx(tx, a))));
     }
   }
 
@@ -77,10 +84,11 @@ public abstract sealed class HandlerUnderTest<T> {
     }
 
     @Override
-    void install(IdempotentConsumer.Builder<T> builder, AtomicLong statements, IntSupplier failAfter) {
-      BatchHandler<T> handler = handlers.get();
+    void install(IdempotentConsumer.Builder<T> builder, AtomicLong statements, IntSupplier failAfter,
+        boolean freshPerCall) {
+      BatchHandler<T> shared = freshPerCall ? null : handlers.get();
       builder.batchHandler((items, tx) -> attempt(statements, failAfter,
-          a -> handler.handle(items, new InstrumentedTx(tx, a))));
+          a -> (shared != null ? shared : handlers.get()).handle(items, new InstrumentedTx(tx, a))));
     }
   }
 }

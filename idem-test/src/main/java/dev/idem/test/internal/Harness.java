@@ -62,13 +62,18 @@ final class Harness<T> implements AutoCloseable {
 
   /** A consumer with a new instance of the user's handler. */
   IdempotentConsumer<T> consumer(String name, int maxBatchSize, int concurrency) {
+    return consumer(name, maxBatchSize, concurrency, false);
+  }
+
+  /** A consumer with a new instance of the user's handler, or one for every call of it. */
+  IdempotentConsumer<T> consumer(String name, int maxBatchSize, int concurrency, boolean freshHandlerPerCall) {
     IdempotentConsumer.Builder<T> builder = IdempotentConsumer.<T>named(name)
         .inbox(inbox)
         .maxBatchSize(maxBatchSize)
         .concurrency(concurrency)
         .ordering(Ordering.BY_KEY)
         .retry(RetryPolicy.none());
-    settings.handler().install(builder, statements, () -> failAfter);
+    settings.handler().install(builder, statements, () -> failAfter, freshHandlerPerCall);
     return builder.build();
   }
 
@@ -86,6 +91,14 @@ final class Harness<T> implements AutoCloseable {
     deliveries += batch.size();
     return await(consumer.process(Flux.fromIterable(batch)).collectList(),
         "processing " + batch.size() + " deliveries");
+  }
+
+  /**
+   * A pipeline of the consumer kept running, for schedules that hand it one delivery at a time: a
+   * {@code process(...)} per delivery would pay the pipeline's start each time.
+   */
+  Line<T> line(IdempotentConsumer<T> consumer) {
+    return new Line<>(consumer, settings.stepTimeout(), n -> deliveries += n);
   }
 
   /** Processes the deliveries and cancels the pipeline once {@code settled} outcomes came out. */
