@@ -19,7 +19,7 @@ import java.util.Optional;
  */
 final class ConcurrentSchedules<T> {
 
-  private static final int LANES = 4;
+  private static final int LANES = Harness.MAX_LANES;
 
   private final Harness<T> harness;
   private final List<InMemoryDelivery<T>> messages;

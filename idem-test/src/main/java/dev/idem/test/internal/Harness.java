@@ -4,6 +4,8 @@ import dev.idem.IdempotentConsumer;
 import dev.idem.Ordering;
 import dev.idem.Outcome;
 import dev.idem.RetryPolicy;
+import dev.idem.ServerTimeouts;
+import dev.idem.internal.R2dbcTransactionRunner;
 import dev.idem.postgres.PostgresConnections;
 import dev.idem.postgres.PostgresInbox;
 import dev.idem.test.InMemoryDelivery;
@@ -30,11 +32,18 @@ import reactor.core.publisher.Mono;
 final class Harness<T> implements AutoCloseable {
 
   private static final int POOL_SIZE = 8;
+  /** The most lanes a schedule runs. */
+  static final int MAX_LANES = 4;
 
   private final ContractSettings<T> settings;
   private final ConnectionFactory connections;
   private final ConnectionPool ownPool;
   private final PostgresInbox inbox;
+  /**
+   * One runner for every consumer of the run: each keeps a few connections between transactions,
+   * and consumers with runners of their own would hold them from each other until they idle out.
+   */
+  private final R2dbcTransactionRunner transactions;
   private final String consumerPrefix = "idem_test_" + UUID.randomUUID().toString().replace("-", "").substring(0, 12);
   private final AtomicInteger consumers = new AtomicInteger();
   private final AtomicLong statements = new AtomicLong();
@@ -52,6 +61,8 @@ final class Harness<T> implements AutoCloseable {
       this.connections = ownPool;
     }
     this.inbox = PostgresInbox.create(connections, settings.inboxTable());
+    this.transactions = new R2dbcTransactionRunner(connections,
+        ServerTimeouts.derivedFrom(IdempotentConsumer.DEFAULT_TRANSACTION_TIMEOUT), MAX_LANES);
     await(inbox.createSchemaIfAbsent(), "creating the runner's inbox table " + settings.inboxTable());
   }
 
@@ -69,6 +80,7 @@ final class Harness<T> implements AutoCloseable {
   IdempotentConsumer<T> consumer(String name, int maxBatchSize, int concurrency, boolean freshHandlerPerCall) {
     IdempotentConsumer.Builder<T> builder = IdempotentConsumer.<T>named(name)
         .inbox(inbox)
+        .transactionRunner(transactions)
         .maxBatchSize(maxBatchSize)
         .concurrency(concurrency)
         .ordering(Ordering.BY_KEY)
