@@ -43,7 +43,9 @@ public final class InMemorySource<T> {
   }
 
   /**
-   * Hands a delivery to the pipeline.
+   * Hands a delivery to the pipeline. After the pipeline cancelled its subscription (it was
+   * stopped) the delivery is only kept, and listed by {@link #unsettled()}, as a broker keeps it
+   * for the next consumer.
    *
    * @param delivery the delivery
    * @return the delivery, to read its settlement later
@@ -53,7 +55,7 @@ public final class InMemorySource<T> {
     Objects.requireNonNull(delivery, "delivery");
     sent.add(delivery);
     Sinks.EmitResult result = sink.tryEmitNext(delivery);
-    if (result.isFailure()) {
+    if (result.isFailure() && result != Sinks.EmitResult.FAIL_CANCELLED) {
       throw new IllegalStateException("cannot send " + delivery + ": " + result);
     }
     return delivery;
