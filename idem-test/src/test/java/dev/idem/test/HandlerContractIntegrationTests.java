@@ -196,4 +196,22 @@ class HandlerContractIntegrationTests {
         .isInstanceOf(IllegalStateException.class)
         .hasMessageStartingWith("probe(...) is required");
   }
+
+  @Test
+  void anUnreachableDatabaseIsReportedWithoutItsPassword() throws java.io.IOException {
+    int closedPort;
+    try (java.net.ServerSocket socket = new java.net.ServerSocket(0)) {
+      closedPort = socket.getLocalPort();       // free once closed: nothing listens there
+    }
+    HandlerContract<Payment> contract = HandlerContract.forHandler("credit", accounts::credit)
+        .postgres("r2dbc:postgresql://postgres:s3cret@127.0.0.1:" + closedPort + "/test")
+        .reset(accounts.reset()).probe(accounts.probe()).messages(Accounts.payments(1))
+        .build();
+
+    assertThatThrownBy(contract::verify)
+        .isInstanceOf(IllegalStateException.class)
+        .hasMessageContaining("could not create its inbox table idem_test_processed_messages")
+        .hasMessageContaining("postgres:***@127.0.0.1:" + closedPort)
+        .hasMessageNotContaining("s3cret");
+  }
 }

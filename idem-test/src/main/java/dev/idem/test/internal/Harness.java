@@ -63,7 +63,21 @@ final class Harness<T> implements AutoCloseable {
     this.inbox = PostgresInbox.create(connections, settings.inboxTable());
     this.transactions = new R2dbcTransactionRunner(connections,
         ServerTimeouts.derivedFrom(IdempotentConsumer.DEFAULT_TRANSACTION_TIMEOUT), MAX_LANES);
-    await(inbox.createSchemaIfAbsent(), "creating the runner's inbox table " + settings.inboxTable());
+    try {
+      await(inbox.createSchemaIfAbsent(), "creating the runner's inbox table " + settings.inboxTable());
+    } catch (RuntimeException unreachable) {
+      if (ownPool != null) {
+        ownPool.dispose();
+      }
+      throw new IllegalStateException("idem-test could not create its inbox table " + settings.inboxTable()
+          + " in the PostgreSQL given to postgres(...)" + (settings.url() != null ? " (" + masked(settings.url()) + ")" : "")
+          + ": is the server running and the database reachable? " + unreachable.getMessage(), unreachable);
+    }
+  }
+
+  /** The URL without its password. */
+  static String masked(String url) {
+    return url.replaceFirst("(://[^:/@]*:)[^@]*@", "$1***@");
   }
 
   /** A consumer name of the runner's own, new each call. */
@@ -157,6 +171,9 @@ final class Harness<T> implements AutoCloseable {
     try {
       return work.block(settings.stepTimeout());
     } catch (IllegalStateException timeout) {
+      if (timeout.getMessage() == null || !timeout.getMessage().startsWith("Timeout on blocking read")) {
+        throw timeout;
+      }
       throw new IllegalStateException("idem-test: " + what + " did not finish within " + settings.stepTimeout()
           + " (a handler waiting on a lock its other connection holds?)", timeout);
     }
