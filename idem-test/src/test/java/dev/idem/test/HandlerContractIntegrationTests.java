@@ -55,7 +55,7 @@ class HandlerContractIntegrationTests {
         .postgres(pool)
         .reset(accounts.reset())
         .probe(accounts.probe())
-        .messages(Accounts.payments(12));
+        .messages(Accounts.payments(6));
   }
 
   @Test
@@ -76,7 +76,7 @@ class HandlerContractIntegrationTests {
         .postgres(PostgresService.get().url())
         .reset(accounts.reset())
         .probe(accounts.probe())
-        .messages(Accounts.payments(12))
+        .messages(Accounts.payments(6))
         .build()
         .verify();
 
@@ -95,7 +95,7 @@ class HandlerContractIntegrationTests {
     assertThatThrownBy(() -> contract("ledger on another connection", () -> handler).build().verify())
         .isInstanceOf(ContractViolation.class)
         .hasMessageContaining("EFFECT_OUTSIDE_TRANSACTION in schedule FAILURE_AFTER_EACH_STATEMENT")
-        .hasMessageContaining("after the rolled-back attempt of message pay-1 (1 of 12), with a failure injected "
+        .hasMessageContaining("after the rolled-back attempt of message pay-1 (1 of 6), with a failure injected "
             + "after statement 1 of 1")
         .hasMessageContaining("write it through the Tx the handler is given");
   }
