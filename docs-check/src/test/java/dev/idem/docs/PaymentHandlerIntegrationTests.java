@@ -6,6 +6,7 @@ import dev.idem.IdempotentConsumer;
 import dev.idem.Outcome;
 import dev.idem.postgres.PostgresConnections;
 import dev.idem.postgres.PostgresInbox;
+import dev.idem.test.InMemoryDelivery;
 import io.r2dbc.pool.ConnectionPool;
 import java.util.List;
 import org.junit.jupiter.api.AfterEach;
