@@ -205,7 +205,7 @@ public final class IdempotentConsumer<T> {
   public Flux<Outcome<T>> process(Publisher<? extends Delivery<T>> source) {
     Flux<Delivery<T>> received = Flux.<Delivery<T>>from(source).doOnNext(metrics::received);
     Flux<Outcome<T>> outcomes = dispatch.outcomes(received, messages::handle, batches::process);
-    return outcomes.doOnDiscard(Delivery.class, metrics::abandoned);
+    return outcomes.doOnDiscard(Delivery.class, metrics::abandoned).doOnSubscribe(s -> settings.inbox().checkReplication().subscribe());
   }
 
   /**
@@ -234,7 +234,7 @@ public final class IdempotentConsumer<T> {
       Flux<Delivery<T>> received = control.<Delivery<T>>gate(source).doOnNext(metrics::received);
       Flux<Outcome<T>> outcomes = dispatch.outcomes(received, d -> control.run(d, messages.handle(d)),
           (batch, lane) -> control.runBatch(batch, () -> batches.process(batch, control.tracking(lane))));
-      return control.untilStopped(outcomes.doOnDiscard(Delivery.class, metrics::abandoned));
+      return control.untilStopped(outcomes.doOnDiscard(Delivery.class, metrics::abandoned)).doOnSubscribe(s -> settings.inbox().checkReplication().subscribe());
     });
   }
 
