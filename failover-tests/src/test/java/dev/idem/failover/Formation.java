@@ -205,6 +205,14 @@ final class Formation {
     }
   }
 
+  /**
+   * Takes a standby in or out of the synchronous quorum ({@code pg_autoctl set node replication-quorum}):
+   * out of it, the primary replicates to it asynchronously.
+   */
+  void setReplicationQuorum(String node, boolean quorum) {
+    run(autoctl("set", "node", "replication-quorum", Boolean.toString(quorum), "--pgdata", dir.resolve(node).toString()), true);
+  }
+
   /** Starts a stopped node's keeper again: it rejoins as a standby (pg_rewind when needed). */
   void restart(String node) {
     keepers.put(node, spawn(node + "-run", autoctl("run", "--pgdata", dir.resolve(node).toString())));
