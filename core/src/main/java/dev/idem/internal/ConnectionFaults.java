@@ -2,8 +2,6 @@ package dev.idem.internal;
 
 import io.r2dbc.spi.R2dbcException;
 import io.r2dbc.spi.R2dbcNonTransientResourceException;
-import java.io.IOException;
-import java.nio.channels.ClosedChannelException;
 
 /**
  * Tells whether an error says that a connection can no longer run a transaction, so that it must
@@ -13,8 +11,10 @@ import java.nio.channels.ClosedChannelException;
  *
  * <p>Unusable: the SQLSTATEs 25006 (read-only transaction: the server is a standby now), 57P01..57P03
  * (the server is shutting down, crashed or is starting) and class 08 (connection exception), a
- * lost connection ({@link R2dbcNonTransientResourceException}, socket and Netty I/O errors, a
- * closed channel) and the driver's "closed connection" states, anywhere in the cause chain.
+ * lost connection as the driver reports it ({@link R2dbcNonTransientResourceException}, its
+ * "closed connection" states), anywhere in the cause chain. Plain I/O errors are not enough: a
+ * handler's own HTTP call raises them too, and its connection is fine; a connection that did break
+ * fails its rollback and is closed for that.
  */
 public final class ConnectionFaults {
 
@@ -35,10 +35,7 @@ public final class ConnectionFaults {
           return true;
         }
       }
-      if (t instanceof R2dbcNonTransientResourceException
-          || t instanceof java.net.SocketException
-          || t instanceof ClosedChannelException
-          || (t instanceof IOException && t.getClass().getName().startsWith("io.netty."))) {
+      if (t instanceof R2dbcNonTransientResourceException) {
         return true;
       }
       String message = t.getMessage();

@@ -41,7 +41,7 @@ final class ReplicationCheck {
 
   /** Emits whether replication is asynchronous; logs the WARN the first time it is; never errors. */
   Mono<Boolean> run() {
-    return Mono.usingWhen(connectionFactory.create(), this::query, Connection::close)
+    return Mono.defer(() -> Mono.usingWhen(connectionFactory.create(), this::query, Connection::close))
         .map(state -> {
           boolean asynchronous = state.standbys() > 0 && state.visible() > 0 && state.synchronous() == 0;
           if (asynchronous && warned.compareAndSet(false, true)) {

@@ -166,14 +166,18 @@ final class Formation {
   }
 
   /**
-   * The node that is primary now, per the monitor.
+   * The node that answers as a writable primary now (waiting up to 30 s for one).
    *
    * @return {@code node1} or {@code node2}
    */
   String primary() {
-    return states().entrySet().stream().filter(e -> e.getValue()[0].equals("primary") || e.getValue()[0].equals("wait_primary")
-            || e.getValue()[0].equals("single"))
-        .map(Map.Entry::getKey).findFirst().orElseThrow(() -> new IllegalStateException("no primary: " + describe()));
+    String[] found = new String[1];
+    Awaitility.await("a writable primary (" + describe() + ")").atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(200))
+        .until(() -> {
+          found[0] = writable("node1") ? "node1" : writable("node2") ? "node2" : null;
+          return found[0] != null;
+        });
+    return found[0];
   }
 
   /**
@@ -218,8 +222,16 @@ final class Formation {
     keepers.put(node, spawn(node + "-run", autoctl("run", "--pgdata", dir.resolve(node).toString())));
   }
 
-  /** Waits for one primary and one secondary, with synchronous replication on, as the monitor and the primary say. */
+  /**
+   * Waits for one primary and one secondary, with synchronous replication on, as the monitor and
+   * the primary say; a node whose keeper a failed test left stopped is started again first.
+   */
   void awaitHealthy() {
+    for (String node : List.of("node1", "node2")) {
+      if (!keepers.containsKey(node)) {
+        restart(node);
+      }
+    }
     Awaitility.await("a primary and a synchronous secondary").atMost(STEP_TIMEOUT).pollInterval(Duration.ofMillis(500))
         .until(() -> {
           Map<String, String[]> s = states();
