@@ -24,7 +24,8 @@ import java.util.concurrent.TimeoutException;
  *       {@link UnknownHostException}, {@link ClosedChannelException}, Netty's I/O errors), and the
  *       PostgreSQL SQLSTATEs of class 08 (connection exception), 53 (insufficient resources),
  *       57014 (statement cancelled, e.g. by {@code statement_timeout}), 57P01..57P03 (server shutting
- *       down or starting);</li>
+ *       down or starting), and 25006 (a write on a read-only server: the connection points at a
+ *       standby, e.g. a primary demoted by a failover);</li>
  *   <li>{@link ErrorKind#CONTENTION} for the SQLSTATEs 40001 (serialization failure), 40P01
  *       (deadlock) and 55P03 (lock not available, e.g. past {@code lock_timeout});</li>
  *   <li>{@link ErrorKind#NON_RETRYABLE} for {@link NonRetryableException};</li>
@@ -111,7 +112,7 @@ public interface ErrorClassifier {
     if (t instanceof R2dbcException r2dbc && r2dbc.getSqlState() != null) {
       String state = r2dbc.getSqlState();
       if (state.startsWith("08") || state.startsWith("53") || state.equals("57014") || state.equals("57P01")
-          || state.equals("57P02") || state.equals("57P03")) {
+          || state.equals("57P02") || state.equals("57P03") || state.equals("25006")) {
         return true;
       }
     }

@@ -3,6 +3,7 @@ package dev.idem;
 import dev.idem.PipelineFailures.CommitRejected;
 import dev.idem.PipelineFailures.HandlerFailure;
 import dev.idem.internal.JvmErrors;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * Classifies the failure that ended an attempt by its origin, and says what a failure means for
@@ -12,10 +13,25 @@ final class FailureKinds {
 
   private final String name;
   private final ErrorClassifier classifier;
+  private final long warningIntervalNanos;
+  /** When one of the consumer's messages last logged broken infrastructure at WARN (System.nanoTime()); 0 before. */
+  private final AtomicLong lastInfrastructureWarning = new AtomicLong();
 
   FailureKinds(ConsumerSettings<?> settings) {
     this.name = settings.name();
     this.classifier = settings.classifier();
+    this.warningIntervalNanos = settings.stuckWarningInterval().toNanos();
+  }
+
+  /**
+   * Whether a message's wait for broken infrastructure may be logged at WARN: one message per
+   * consumer per {@code stuckWarningInterval}, so that an outage (a primary switch fails every
+   * message in flight at once) is logged once, not once per message; the others log at DEBUG.
+   */
+  boolean claimInfrastructureWarning() {
+    long now = System.nanoTime();
+    long last = lastInfrastructureWarning.get();
+    return (last == 0 || now - last >= warningIntervalNanos) && lastInfrastructureWarning.compareAndSet(last, now);
   }
 
   /**

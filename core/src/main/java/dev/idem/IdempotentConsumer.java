@@ -46,7 +46,7 @@ import reactor.core.publisher.Flux;
  *       is the message's too. Errors of the <em>transaction</em> itself (connection, BEGIN,
  *       dedup insert, COMMIT, the {@code transactionTimeout}) are infrastructure: retried
  *       without limit, never dead-lettered or acknowledged, logged at WARN when they start and
- *       every {@code stuckWarningInterval} (default 1 min) while they last. <em>Settlement</em> (ack,
+ *       every {@code stuckWarningInterval} (default 1 min) while they last, by one message per consumer. <em>Settlement</em> (ack,
  *       dead-letter publish) is retried by the adapter; when it fails for good the message stays
  *       unacknowledged, a failed dead letter is logged at ERROR, and both are counted.</li>
  *   <li><b>JVM errors</b> ({@link VirtualMachineError} such as {@link OutOfMemoryError} or
@@ -205,7 +205,7 @@ public final class IdempotentConsumer<T> {
   public Flux<Outcome<T>> process(Publisher<? extends Delivery<T>> source) {
     Flux<Delivery<T>> received = Flux.<Delivery<T>>from(source).doOnNext(metrics::received);
     Flux<Outcome<T>> outcomes = dispatch.outcomes(received, messages::handle, batches::process);
-    return outcomes.doOnDiscard(Delivery.class, metrics::abandoned);
+    return outcomes.doOnDiscard(Delivery.class, metrics::abandoned).doOnSubscribe(s -> settings.inbox().checkReplication().subscribe());
   }
 
   /**
@@ -234,7 +234,8 @@ public final class IdempotentConsumer<T> {
       Flux<Delivery<T>> received = control.<Delivery<T>>gate(source).doOnNext(metrics::received);
       Flux<Outcome<T>> outcomes = dispatch.outcomes(received, d -> control.run(d, messages.handle(d)),
           (batch, lane) -> control.runBatch(batch, lane, tracked -> batches.process(batch, tracked)));
-      return control.untilStopped(outcomes.doOnDiscard(Delivery.class, metrics::abandoned));
+      return control.untilStopped(outcomes.doOnDiscard(Delivery.class, metrics::abandoned))
+          .doOnSubscribe(s -> settings.inbox().checkReplication().subscribe());
     });
   }
 

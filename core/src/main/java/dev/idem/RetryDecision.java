@@ -111,15 +111,22 @@ final class RetryDecision {
     return Mono.error(new BatchSplit(failure));
   }
 
-  /** WARN when a message starts waiting for infrastructure, then every {@code stuckWarningInterval} while it waits. */
+  /**
+   * WARN when a message starts waiting for infrastructure, then every {@code stuckWarningInterval}
+   * while it waits; but one message per consumer per interval ({@link FailureKinds#claimInfrastructureWarning()}):
+   * an outage fails every message in flight, and is logged once. The others log at DEBUG.
+   */
   private void warnWhileStuck(Throwable failure, int retriesInARow) {
     long now = System.nanoTime();
     if (retriesInARow == 0) {
       firstFailureAt = now;
       lastWarning = now;
-      log.warn("Consumer '{}': infrastructure unavailable while processing message '{}'; backing off and retrying until it is back: {}",
+    }
+    if (retriesInARow == 0 && kinds.claimInfrastructureWarning()) {
+      log.warn("Consumer '{}': infrastructure unavailable while processing message '{}'; backing off and retrying it, and every other "
+          + "message that meets the outage (logged at DEBUG), until it is back: {}",
           name, Settlement.idForLogs(delivery), LogText.cut(FailureKinds.cause(failure).toString()));
-    } else if (now - lastWarning >= stuckWarningInterval.toNanos()) {
+    } else if (retriesInARow > 0 && now - lastWarning >= stuckWarningInterval.toNanos() && kinds.claimInfrastructureWarning()) {
       lastWarning = now;
       log.warn("Consumer '{}': message '{}' has been waiting for infrastructure for {} s ({} retries); it holds its slot "
           + "(and on Kafka its partition's commits) until the dependency is back: {}",

@@ -244,6 +244,29 @@ class FailurePathsIntegrationTests {
     assertThat(calls.get()).as("3 free contention retries, then 2 counted attempts").isEqualTo(5);
   }
 
+  /** A primary switch fails every message in flight at once: the outage is one WARN, the other messages log at DEBUG. */
+  @Test
+  void anOutageThatFailsEveryMessageInFlightIsLoggedOnceAtWarnPerConsumer() {
+    java.util.Map<String, AtomicInteger> calls = new java.util.concurrent.ConcurrentHashMap<>();
+    Handler<String> connectionLost = (p, tx) -> {
+      calls.computeIfAbsent(tx.messageId(), id -> new AtomicInteger()).incrementAndGet();
+      return Mono.error(new io.r2dbc.spi.R2dbcNonTransientResourceException("test: connection lost"));
+    };
+    List<TestDelivery<String>> deliveries = java.util.stream.IntStream.range(0, 4).mapToObj(i -> TestDelivery.of("m-" + i, "x")).toList();
+    Disposable running = consumer(inbox, connectionLost).concurrency(4).maxBatchSize(1)
+        .build().process(Flux.fromIterable(deliveries)).subscribe();
+    try {
+      await().atMost(TIMEOUT).until(() -> calls.size() == 4 && calls.values().stream().allMatch(n -> n.get() >= 3));
+    } finally {
+      running.dispose();
+    }
+    assertThat(logged(Level.WARN, "infrastructure unavailable while processing message")).hasSize(1);
+    assertThat(deliveries).allSatisfy(d -> {
+      assertThat(d.ackCount()).isZero();
+      assertThat(d.deadLetter()).isNull();
+    });
+  }
+
   @Test
   void aMessageStuckOnInfrastructureIsLoggedAtWarnPeriodicallyWithItsAge() {
     PostgresInbox missingTable = PostgresInbox.create(inbox.connectionFactory(), PostgresService.uniqueName("inbox_missing"));

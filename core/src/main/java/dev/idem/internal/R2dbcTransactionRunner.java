@@ -49,7 +49,10 @@ import reactor.core.scheduler.Schedulers;
  * statement is first cancelled with a PostgreSQL cancel request, then rolled back. When the
  * rollback does not complete within {@link #CLEANUP_TIMEOUT}, the physical connection is closed
  * before it is handed back, so the pool discards it on its next validation instead of lending
- * out a connection that may still be inside the old transaction.
+ * out a connection that may still be inside the old transaction. A connection whose transaction
+ * ended with an error that leaves it unusable ({@link ConnectionFaults}: lost, its server shutting
+ * down, or read-only after a failover demoted it) is closed the same way, without a rollback, so
+ * that after a primary switch the pool opens new connections, which find the new primary.
  */
 public final class R2dbcTransactionRunner implements TransactionRunner {
 
@@ -237,6 +240,8 @@ public final class R2dbcTransactionRunner implements TransactionRunner {
     private final long acquiredAt;
     /** False from BEGIN until a COMMIT or ROLLBACK completed. */
     private volatile boolean clean = true;
+    /** Set when an error said the connection cannot run another transaction (see {@link ConnectionFaults}). */
+    private volatile boolean unusable;
 
     Attempt(Connection connection, long acquiredAt) {
       this.connection = connection;
@@ -267,13 +272,27 @@ public final class R2dbcTransactionRunner implements TransactionRunner {
           .flatMap(result -> Mono.from(connection.commitTransaction())
               .doOnSuccess(ignored -> clean = true)
               .then(Mono.justOrEmpty(result)))
-          .onErrorResume(error -> rollback().then(Mono.error(error)));
+          .onErrorResume(error -> {
+            if (ConnectionFaults.unusable(error)) {
+              // Closing it ends the transaction on the server; a ROLLBACK could wait on a dead peer.
+              unusable = true;
+              return Mono.error(error);
+            }
+            return rollback().then(Mono.error(error));
+          });
     }
 
     /** After completion or error: keep the connection or hand it back, or discard it when its state is unknown. */
     Mono<Void> release() {
+      if (unusable) {
+        log.debug("Closing a database connection that cannot run another transaction (lost, or its server is "
+            + "shutting down or read-only after a failover)");
+        return close();
+      }
       if (!clean) {
-        return discard();
+        log.warn("A database connection's transaction state is unknown (its rollback did not complete); "
+            + "closing it so that the pool never lends it out again");
+        return close();
       }
       return keep(connection, acquiredAt) ? Mono.empty() : quietly(connection.close(), "release");
     }
@@ -303,9 +322,8 @@ public final class R2dbcTransactionRunner implements TransactionRunner {
           : Mono.empty();
     }
 
-    private Mono<Void> discard() {
-      log.warn("A database connection's transaction state is unknown (its rollback did not complete); "
-          + "closing it so that the pool never lends it out again");
+    /** Closes the physical connection, then hands the pooled wrapper back: the pool drops it on validation. */
+    private Mono<Void> close() {
       Connection physical = physical();
       Mono<Void> closePhysical = quietly(physical.close(), "close of the physical connection");
       return physical == connection ? closePhysical : closePhysical.then(quietly(connection.close(), "release"));

@@ -75,11 +75,13 @@ public final class PostgresInbox {
   private final String insertManySql;
   private final String insertManyPipelinedSql;
   private final RotatingLayout layout;
+  private final ReplicationCheck replicationCheck;
 
   private PostgresInbox(ConnectionFactory connectionFactory, String table, RotatingLayout layout) {
     this.connectionFactory = Objects.requireNonNull(connectionFactory, "connectionFactory");
     this.table = Identifiers.requireRoomForDerivedNames("table", Identifiers.requireSqlIdentifier("table", table), derivedSuffixes(layout));
     this.layout = layout;
+    this.replicationCheck = new ReplicationCheck(connectionFactory, table);
     // The consumer is NULL, which the NOT NULL column refuses, unless a pipelined BEGIN started the transaction.
     String guardedConsumer = "CASE WHEN current_setting('" + IN_TRANSACTION_SETTING + "', true) = 'on' THEN $1 END";
     if (layout == null) {
@@ -377,6 +379,25 @@ public final class PostgresInbox {
    */
   public Mono<Void> verifyLayout() {
     return layout == null ? Mono.empty() : Mono.usingWhen(connectionFactory.create(), this::checkLayout, Connection::close);
+  }
+
+  /**
+   * Checks that an acknowledged message's effect survives a failover of this inbox's database:
+   * when the server the connection factory reaches is a primary with standbys
+   * ({@code pg_stat_replication}) and none of them is synchronous ({@code sync_state} is neither
+   * {@code sync} nor {@code quorum}), logs one WARN, the first time only, that says so. With an
+   * asynchronous standby, the last commits before a crash of the primary can be missing on the
+   * standby it fails over to, after Idem acknowledged their messages. Every consumer runs it when
+   * it starts processing; it costs one query and delays nothing.
+   *
+   * <p>A role without {@code pg_read_all_stats} sees no {@code sync_state}: then nothing is logged
+   * above DEBUG. A server without standbys, or a standby, is not warned about.
+   *
+   * @return emits {@code true} when replication is asynchronous; never errors (a failed check
+   *     logs at DEBUG and emits {@code false})
+   */
+  public Mono<Boolean> checkReplication() {
+    return replicationCheck.run();
   }
 
   /** The database's layout row must be the configured one: a changed period or slot count would mix slots. */

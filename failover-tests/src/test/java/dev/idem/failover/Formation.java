@@ -1,0 +1,402 @@
+package dev.idem.failover;
+
+import io.r2dbc.spi.Connection;
+import io.r2dbc.spi.ConnectionFactories;
+import io.r2dbc.spi.ConnectionFactory;
+import java.io.File;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import org.awaitility.Awaitility;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+
+/**
+ * A real pg_auto_failover formation for the tests: a monitor and two PostgreSQL nodes on free
+ * local ports, with the synchronous replication pg_auto_failover sets up by default
+ * ({@code synchronous_standby_names = 'ANY 1 (...)'}), its data in a temporary directory. Started
+ * once per JVM by {@link #get()}, shared by the tests, and killed and deleted when the JVM exits.
+ *
+ * <p>It needs {@code pg_autoctl} and the PostgreSQL binaries it was built for (Debian:
+ * {@code apt-get install postgresql-15-auto-failover}, which {@code .ci/run} does); the
+ * environment variable {@value #PG_AUTOCTL_ENV} may name another {@code pg_autoctl}. Without them
+ * {@link #get()} throws an {@link IllegalStateException} that says how to provide them: the tests
+ * fail, they never skip. PostgreSQL refuses to run as root: as root, every command runs as the
+ * {@code postgres} user ({@code runuser}).
+ *
+ * <p>The monitor's health checks are shortened (a node is unhealthy after 5 s instead of 20 s, a
+ * lost primary is given up after 5 s instead of 30 s) so that an unplanned switch takes seconds.
+ */
+final class Formation {
+
+  /** Environment variable naming the {@code pg_autoctl} executable. */
+  static final String PG_AUTOCTL_ENV = "IDEM_TEST_PG_AUTOCTL";
+  static final String DATABASE = "test";
+  private static final Duration STEP_TIMEOUT = Duration.ofSeconds(120);
+
+  private static volatile Formation instance;
+
+  private final String pgAutoctl;
+  private final String binDir;
+  private final Path dir;
+  private final boolean asPostgres;
+  private final int monitorPort;
+  private final Map<String, Integer> ports = new ConcurrentHashMap<>();
+  /** The keeper processes ({@code pg_autoctl ... run}) by node name; the monitor under "monitor". */
+  private final Map<String, Process> keepers = new ConcurrentHashMap<>();
+
+  private Formation(String pgAutoctl, String binDir) throws IOException {
+    this.pgAutoctl = pgAutoctl;
+    this.binDir = binDir;
+    this.asPostgres = "root".equals(System.getProperty("user.name"));
+    this.dir = Files.createTempDirectory("idem-pgaf-");
+    for (String sub : List.of("config", "share", "run")) {
+      Files.createDirectories(dir.resolve(sub));
+    }
+    if (asPostgres) {
+      run(List.of("chown", "-R", "postgres", dir.toString()), false);
+    }
+    this.monitorPort = freePort();
+    ports.put("node1", freePort());
+    ports.put("node2", freePort());
+  }
+
+  /**
+   * The shared formation, started on first use (about 15 s).
+   *
+   * @return the formation with one primary and one synchronous standby
+   * @throws IllegalStateException with instructions when pg_auto_failover is not installed
+   */
+  static Formation get() {
+    Formation f = instance;
+    if (f == null) {
+      synchronized (Formation.class) {
+        if (instance == null) {
+          instance = start();
+        }
+        f = instance;
+      }
+    }
+    return f;
+  }
+
+  private static Formation start() {
+    String pgAutoctl = locatePgAutoctl();
+    String binDir = locateBinDir();
+    if (pgAutoctl == null || binDir == null) {
+      throw new IllegalStateException("No pg_auto_failover for the PostgreSQL failover tests (found pg_autoctl: " + pgAutoctl
+          + ", PostgreSQL binaries with the pgautofailover extension: " + binDir + "). Install it: on Debian "
+          + "`apt-get install -y postgresql-15-auto-failover` (as .ci/run does), or set " + PG_AUTOCTL_ENV
+          + " to a pg_autoctl whose PostgreSQL has the pgautofailover extension (its pg_ctl beside pg_config --bindir).");
+    }
+    Formation f;
+    try {
+      f = new Formation(pgAutoctl, binDir);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    Runtime.getRuntime().addShutdownHook(new Thread(f::destroy, "pg_auto_failover teardown"));
+    long started = System.nanoTime();
+    f.startMonitor();
+    f.createNode("node1");
+    f.awaitState("node1", "single", "wait_primary", "primary");
+    f.createNode("node2");
+    f.awaitHealthy();
+    System.out.printf("pg_auto_failover formation up in %.1f s: monitor :%d, node1 :%d, node2 :%d, data in %s%n",
+        (System.nanoTime() - started) / 1e9, f.monitorPort, f.ports.get("node1"), f.ports.get("node2"), f.dir);
+    return f;
+  }
+
+  private static String locatePgAutoctl() {
+    String env = System.getenv(PG_AUTOCTL_ENV);
+    if (env != null && !env.isBlank()) {
+      return new File(env).canExecute() ? env : null;
+    }
+    for (String candidate : List.of("/usr/bin/pg_autoctl", "/usr/local/bin/pg_autoctl")) {
+      if (new File(candidate).canExecute()) {
+        return candidate;
+      }
+    }
+    return null;
+  }
+
+  /** The newest /usr/lib/postgresql/N/bin whose server has the pgautofailover extension. */
+  private static String locateBinDir() {
+    File root = new File("/usr/lib/postgresql");
+    File[] versions = root.listFiles();
+    if (versions == null) {
+      return null;
+    }
+    return Stream.of(versions)
+        .filter(v -> new File(v, "lib/pgautofailover.so").exists() && new File(v, "bin/pg_ctl").canExecute())
+        .max(Comparator.comparingInt(v -> v.getName().matches("\\d+") ? Integer.parseInt(v.getName()) : 0))
+        .map(v -> new File(v, "bin").getPath())
+        .orElse(null);
+  }
+
+  /**
+   * The R2DBC URL that follows the primary: both nodes, {@code targetServerType=primary}.
+   *
+   * @return the multi-host URL
+   */
+  String failoverUrl() {
+    return "r2dbc:postgresql:failover://postgres@127.0.0.1:" + ports.get("node1") + ",127.0.0.1:" + ports.get("node2") + "/" + DATABASE
+        + "?targetServerType=primary";
+  }
+
+  /**
+   * The URL of one node.
+   *
+   * @param node {@code node1} or {@code node2}
+   * @return its single-host URL
+   */
+  String nodeUrl(String node) {
+    return "r2dbc:postgresql://postgres@127.0.0.1:" + ports.get(node) + "/" + DATABASE;
+  }
+
+  /**
+   * The node that answers as a writable primary now (waiting up to 30 s for one).
+   *
+   * @return {@code node1} or {@code node2}
+   */
+  String primary() {
+    String[] found = new String[1];
+    Awaitility.await("a writable primary (" + describe() + ")").atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(200))
+        .until(() -> {
+          found[0] = writable("node1") ? "node1" : writable("node2") ? "node2" : null;
+          return found[0] != null;
+        });
+    return found[0];
+  }
+
+  /**
+   * The other node.
+   *
+   * @param node a node
+   * @return the other one
+   */
+  static String other(String node) {
+    return node.equals("node1") ? "node2" : "node1";
+  }
+
+  /** A planned switch: {@code pg_autoctl perform failover}, which returns once the standby is primary. */
+  void performFailover() {
+    run(autoctl("perform", "failover", "--pgdata", dir.resolve("monitor").toString()), true);
+  }
+
+  /** An unplanned one: SIGKILL of the node's keeper, its postmaster and every process under them. */
+  void crash(String node) {
+    Process keeper = keepers.remove(node);
+    if (keeper == null) {
+      throw new IllegalStateException(node + " is not running");
+    }
+    List<ProcessHandle> tree = new ArrayList<>(keeper.descendants().toList());
+    tree.add(keeper.toHandle());
+    tree.forEach(ProcessHandle::destroyForcibly);
+    for (ProcessHandle p : tree) {
+      p.onExit().orTimeout(30, TimeUnit.SECONDS).join();
+    }
+  }
+
+  /**
+   * Takes a standby in or out of the synchronous quorum ({@code pg_autoctl set node replication-quorum}):
+   * out of it, the primary replicates to it asynchronously.
+   */
+  void setReplicationQuorum(String node, boolean quorum) {
+    run(autoctl("set", "node", "replication-quorum", Boolean.toString(quorum), "--pgdata", dir.resolve(node).toString()), true);
+  }
+
+  /** Starts a stopped node's keeper again: it rejoins as a standby (pg_rewind when needed). */
+  void restart(String node) {
+    keepers.put(node, spawn(node + "-run", autoctl("run", "--pgdata", dir.resolve(node).toString())));
+  }
+
+  /**
+   * Waits for one primary and one secondary, with synchronous replication on, as the monitor and
+   * the primary say; a node whose keeper a failed test left stopped is started again first.
+   */
+  void awaitHealthy() {
+    for (String node : List.of("node1", "node2")) {
+      if (!keepers.containsKey(node)) {
+        restart(node);
+      }
+    }
+    Awaitility.await("a primary and a synchronous secondary").atMost(STEP_TIMEOUT).pollInterval(Duration.ofMillis(500))
+        .until(() -> {
+          Map<String, String[]> s = states();
+          boolean settled = s.size() == 2 && s.values().stream().allMatch(v -> v[0].equals(v[1]))
+              && s.values().stream().anyMatch(v -> v[0].equals("primary")) && s.values().stream().anyMatch(v -> v[0].equals("secondary"));
+          if (!settled) {
+            checkpointWhereStandbyWaits(s);
+            return false;
+          }
+          return !query(nodeUrl(primary()), "SELECT current_setting('synchronous_standby_names')").isBlank();
+        });
+  }
+
+  /** Whether a node answers as a writable primary. */
+  boolean writable(String node) {
+    try {
+      return "false".equals(query(nodeUrl(node), "SELECT pg_is_in_recovery()::text"));
+    } catch (RuntimeException e) {
+      return false;
+    }
+  }
+
+  /** pg_basebackup waits for a spread checkpoint (minutes) unless the primary runs one. */
+  private void checkpointWhereStandbyWaits(Map<String, String[]> s) {
+    boolean cloning = s.values().stream().anyMatch(v -> v[0].equals("wait_standby") || v[0].equals("catchingup")
+        || v[1].equals("catchingup"));
+    if (cloning) {
+      s.entrySet().stream().filter(e -> e.getValue()[0].equals("wait_primary") || e.getValue()[0].equals("primary")).findFirst()
+          .ifPresent(e -> {
+            try {
+              query(nodeUrl(e.getKey()), "CHECKPOINT");
+            } catch (RuntimeException ignored) {
+              // the node may be restarting; the next poll checkpoints again
+            }
+          });
+    }
+  }
+
+  private void awaitState(String node, String... reported) {
+    List<String> wanted = List.of(reported);
+    Awaitility.await(node + " in " + wanted).atMost(STEP_TIMEOUT).pollInterval(Duration.ofMillis(300))
+        .until(() -> Optional.ofNullable(states().get(node)).map(v -> wanted.contains(v[0])).orElse(false));
+  }
+
+  /** Node name to {reported state, goal state}, from the monitor. */
+  Map<String, String[]> states() {
+    String rows = query(monitorUrl(), "SELECT string_agg(nodename || ':' || reportedstate || ':' || goalstate, ',') FROM pgautofailover.node");
+    Map<String, String[]> states = new java.util.TreeMap<>();
+    if (rows != null) {
+      for (String row : rows.split(",")) {
+        String[] parts = row.split(":");
+        states.put(parts[0], new String[] {parts[1], parts[2]});
+      }
+    }
+    return states;
+  }
+
+  String describe() {
+    StringBuilder b = new StringBuilder();
+    try {
+      states().forEach((node, v) -> b.append(node).append(' ').append(v[0]).append('/').append(v[1]).append("; "));
+    } catch (RuntimeException e) {
+      b.append("monitor unreachable: ").append(e);
+    }
+    return b.toString();
+  }
+
+  private String monitorUrl() {
+    return "r2dbc:postgresql://postgres@127.0.0.1:" + monitorPort + "/pg_auto_failover";
+  }
+
+  private void startMonitor() {
+    keepers.put("monitor", spawn("monitor", autoctl("create", "monitor", "--pgdata", dir.resolve("monitor").toString(),
+        "--pgport", Integer.toString(monitorPort), "--hostname", "127.0.0.1", "--listen", "127.0.0.1", "--auth", "trust",
+        "--no-ssl", "--run")));
+    Awaitility.await("the pg_auto_failover monitor").atMost(STEP_TIMEOUT).pollInterval(Duration.ofMillis(300))
+        .ignoreExceptions().until(() -> query(monitorUrl(), "SELECT count(*)::text FROM pgautofailover.node") != null);
+    for (String setting : List.of("health_check_period = 1000", "health_check_timeout = 1000", "health_check_retry_delay = 500",
+        "health_check_max_retries = 1", "node_considered_unhealthy_timeout = 5000", "startup_grace_period = 2000",
+        "primary_demote_timeout = 5000")) {
+      query(monitorUrl(), "ALTER SYSTEM SET pgautofailover." + setting);
+    }
+    query(monitorUrl(), "SELECT pg_reload_conf()::text");
+  }
+
+  private void createNode(String node) {
+    keepers.put(node, spawn(node, autoctl("create", "postgres", "--pgdata", dir.resolve(node).toString(),
+        "--pgport", Integer.toString(ports.get(node)), "--hostname", "127.0.0.1", "--listen", "127.0.0.1", "--auth", "trust",
+        "--no-ssl", "--dbname", DATABASE, "--name", node,
+        "--monitor", "postgres://autoctl_node@127.0.0.1:" + monitorPort + "/pg_auto_failover?sslmode=disable", "--run")));
+  }
+
+  /** pg_autoctl with the formation's environment, as the postgres user when this JVM is root. */
+  private List<String> autoctl(String... args) {
+    List<String> command = new ArrayList<>();
+    if (asPostgres) {
+      command.addAll(List.of("runuser", "-u", "postgres", "--"));
+    }
+    command.addAll(List.of("env", "PATH=" + binDir + ":/usr/bin:/bin", "XDG_CONFIG_HOME=" + dir.resolve("config"),
+        "XDG_DATA_HOME=" + dir.resolve("share"), "XDG_RUNTIME_DIR=" + dir.resolve("run"), "PGHOST=127.0.0.1"));
+    command.add(pgAutoctl);
+    command.addAll(List.of(args));
+    return command;
+  }
+
+  private Process spawn(String name, List<String> command) {
+    try {
+      return new ProcessBuilder(command).directory(dir.toFile()).redirectErrorStream(true)
+          .redirectOutput(ProcessBuilder.Redirect.appendTo(dir.resolve(name + ".log").toFile())).start();
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  private void run(List<String> command, boolean log) {
+    try {
+      Process p = new ProcessBuilder(command).directory(dir == null ? null : dir.toFile()).redirectErrorStream(true)
+          .redirectOutput(log ? ProcessBuilder.Redirect.appendTo(dir.resolve("commands.log").toFile()) : ProcessBuilder.Redirect.DISCARD)
+          .start();
+      if (!p.waitFor(STEP_TIMEOUT.toSeconds(), TimeUnit.SECONDS)) {
+        p.destroyForcibly();
+        throw new IllegalStateException("timed out: " + command + " (" + describe() + ")");
+      }
+      if (p.exitValue() != 0) {
+        throw new IllegalStateException("failed with exit code " + p.exitValue() + ": " + command + " (see " + dir.resolve("commands.log")
+            + "; " + describe() + ")");
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException(e);
+    }
+  }
+
+  /** The first column of the first row, as text ({@code null} when there is none); blocking, on a fresh connection. */
+  static String query(String url, String sql) {
+    ConnectionFactory factory = ConnectionFactories.get(url);
+    Optional<String> value = Mono.usingWhen(Mono.from(factory.create()),
+            (Connection c) -> Flux.from(c.createStatement(sql).execute())
+                .concatMap(r -> r.map((row, meta) -> Optional.ofNullable(row.get(0)).map(String::valueOf)))
+                .next(),
+            Connection::close)
+        .block(Duration.ofSeconds(10));
+    return value == null ? null : value.orElse(null);
+  }
+
+  private static int freePort() throws IOException {
+    try (ServerSocket socket = new ServerSocket(0)) {
+      return socket.getLocalPort();
+    }
+  }
+
+  private void destroy() {
+    for (Process keeper : keepers.values()) {
+      keeper.descendants().forEach(ProcessHandle::destroyForcibly);
+      keeper.destroyForcibly();
+    }
+    for (Process keeper : keepers.values()) {
+      keeper.onExit().orTimeout(10, TimeUnit.SECONDS).exceptionally(e -> null).join();
+    }
+    try (Stream<Path> files = Files.walk(dir)) {
+      files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+    } catch (IOException | UncheckedIOException e) {
+      System.err.println("could not delete " + dir + ": " + e);
+    }
+  }
+}

@@ -1,0 +1,257 @@
+package dev.idem.failover;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.idem.BatchHandler;
+import dev.idem.BatchItem;
+import dev.idem.DeadLetterReason;
+import dev.idem.Handler;
+import dev.idem.IdempotentConsumer;
+import dev.idem.NonRetryableException;
+import dev.idem.Outcome;
+import dev.idem.postgres.PostgresConnections;
+import dev.idem.postgres.PostgresInbox;
+import dev.idem.rabbit.PayloadDecoder;
+import dev.idem.rabbit.RabbitSource;
+import dev.idem.rabbit.RabbitSourceOptions;
+import dev.idem.rabbit.RabbitTopology;
+import dev.idem.rabbit.testing.RabbitService;
+import dev.idem.testing.PostgresService;
+import io.r2dbc.pool.ConnectionPool;
+import java.io.IOException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import org.awaitility.Awaitility;
+import reactor.core.Disposable;
+import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Schedulers;
+
+/**
+ * Messages flowing through a primary switch: one RabbitMQ queue per consumer style (a per-message
+ * {@link Handler} with default batching, a {@link BatchHandler} with default batching, and a
+ * {@link Handler} with one transaction per message), each consumer on its own pool over the
+ * formation's multi-host URL, its own inbox and business table. A publisher sends a steady stream
+ * with repeated ids and a few poison messages until {@link #stopPublishing()}.
+ */
+final class SwitchWorkload implements AutoCloseable {
+
+  /** The consumer styles that run side by side through every switch. */
+  enum Style { HANDLER_BATCHED, BATCH_HANDLER, PER_MESSAGE }
+
+  private static final int PER_TICK = 2;
+  private static final Duration TICK = Duration.ofMillis(25);
+
+  final RabbitService rabbit = RabbitService.get();
+  final Formation formation;
+  final List<Lane> lanes = new ArrayList<>();
+  private final AtomicLong sequence = new AtomicLong();
+  private Disposable publisher;
+  private boolean stopped;
+
+  /** One consumer style's queue, tables, pool, consumer and what it settled. */
+  final class Lane {
+    final Style style;
+    final String queue = PostgresService.uniqueName("failover");
+    final String effects = PostgresService.uniqueName("failover_effects");
+    final PostgresInbox inbox;
+    final ConnectionPool pool;
+    final RabbitSource<String> source;
+    /** Published deliveries per id (repeats count twice). */
+    final ConcurrentHashMap<String, AtomicInteger> published = new ConcurrentHashMap<>();
+    final Set<String> poison = ConcurrentHashMap.newKeySet();
+    final ConcurrentLinkedQueue<Outcome<String>> outcomes = new ConcurrentLinkedQueue<>();
+    /** System.nanoTime() of each PROCESSED outcome, in order. */
+    final ConcurrentLinkedQueue<Long> processedAt = new ConcurrentLinkedQueue<>();
+    Disposable running;
+
+    Lane(Style style) throws IOException {
+      this.style = style;
+      this.pool = PostgresConnections.pool(formation.failoverUrl(), 8);
+      this.inbox = PostgresInbox.create(pool, PostgresService.uniqueName("failover_inbox"));
+      RabbitTopology.declare(rabbit.admin(), queue, RabbitTopology.QueueType.CLASSIC);
+      Formation.query(formation.failoverUrl(), "CREATE TABLE " + effects + " (message_id text NOT NULL, body text NOT NULL)");
+      inbox.createSchemaIfAbsent().block(Duration.ofSeconds(30));
+      this.source = RabbitSource.create(RabbitSourceOptions.builder(queue).uri(rabbit.uri())
+          .connectionName(PostgresService.uniqueName("idem-failover")).build(), PayloadDecoder.utf8());
+    }
+
+    void start() {
+      IdempotentConsumer.Builder<String> builder = IdempotentConsumer.<String>named(queue).inbox(inbox).concurrency(8);
+      String insert = "INSERT INTO " + effects + " (message_id, body) VALUES ($1, $2)";
+      switch (style) {
+        case HANDLER_BATCHED -> builder.handler(handler(insert));
+        case PER_MESSAGE -> builder.handler(handler(insert)).maxBatchSize(1);
+        case BATCH_HANDLER -> builder.batchHandler(batchHandler());
+      }
+      IdempotentConsumer<String> consumer = builder.build();
+      running = source.receive().transform(consumer::process).subscribe(o -> {
+        outcomes.add(o);
+        if (o.status() == Outcome.Status.PROCESSED) {
+          processedAt.add(System.nanoTime());
+        }
+      }, e -> System.err.println(style + " pipeline failed: " + e));
+    }
+
+    private Handler<String> handler(String insert) {
+      return (payload, tx) -> payload.startsWith("poison")
+          ? Mono.error(new NonRetryableException("poison message " + tx.messageId()))
+          : tx.sql(insert).bind(0, tx.messageId()).bind(1, payload).execute();
+    }
+
+    private BatchHandler<String> batchHandler() {
+      String insertMany = "INSERT INTO " + effects + " (message_id, body) SELECT * FROM unnest($1::text[], $2::text[])";
+      return (items, tx) -> {
+        if (items.stream().anyMatch(i -> i.payload().startsWith("poison"))) {
+          return Mono.error(new NonRetryableException("a poison message in the batch"));
+        }
+        return tx.sql(insertMany).bind(0, items.stream().map(BatchItem::messageId).toArray(String[]::new))
+            .bind(1, items.stream().map(BatchItem::payload).toArray(String[]::new)).execute();
+      };
+    }
+
+    int publishedCount() {
+      return published.values().stream().mapToInt(AtomicInteger::get).sum();
+    }
+
+    long processedSince(long nanos) {
+      return processedAt.stream().filter(t -> t >= nanos).count();
+    }
+
+    /** The first PROCESSED outcome at or after {@code nanos}. */
+    long firstProcessedAfter(long nanos) {
+      return processedAt.stream().filter(t -> t >= nanos).findFirst().orElse(-1L);
+    }
+
+    /**
+     * Everything published is settled; each non-poison id has exactly one effect row on the
+     * current primary, every acknowledged id among them; only the poison messages are dead-lettered.
+     */
+    void assertExactlyOnce() {
+      Awaitility.await(style + ": every published message settled").atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(200))
+          .until(() -> outcomes.size() >= publishedCount());
+      Set<String> ids = new HashSet<>(published.keySet());
+      ids.removeAll(poison);
+      String rows = Formation.query(formation.failoverUrl(), "SELECT count(*) || ':' || count(DISTINCT message_id) FROM " + effects);
+      assertThat(rows).as(style + ": effect rows : distinct ids on the new primary").isEqualTo(ids.size() + ":" + ids.size());
+      String all = Formation.query(formation.failoverUrl(), "SELECT coalesce(string_agg(message_id, ','), '') FROM " + effects);
+      Set<String> applied = new HashSet<>(List.of(all.split(",")));
+      Set<String> acked = new HashSet<>();
+      List<Outcome<String>> deadLettered = new ArrayList<>();
+      for (Outcome<String> o : outcomes) {
+        if (o.status() == Outcome.Status.DEAD_LETTERED) {
+          deadLettered.add(o);
+        } else {
+          acked.add(o.messageId());
+        }
+      }
+      assertThat(applied).as(style + ": acknowledged ids missing on the new primary").containsAll(acked);
+      assertThat(applied).as(style + ": applied ids").isEqualTo(ids);
+      assertThat(outcomes).as(style + ": one outcome per delivery").hasSize(publishedCount());
+      assertThat(deadLettered).as(style + ": dead letters (only the poison messages, never a failover error)")
+          .allSatisfy(o -> {
+            assertThat(poison).contains(o.messageId());
+            assertThat(o.deadLetter().reason()).isEqualTo(DeadLetterReason.NON_RETRYABLE_ERROR);
+          });
+      assertThat(deadLettered.stream().map(Outcome::messageId).distinct().count()).isEqualTo(poison.size());
+      assertThat(rabbit.messageCount(queue)).as(style + ": messages left on the queue").isZero();
+    }
+
+    void close() throws IOException {
+      if (running != null) {
+        running.dispose();
+      }
+      source.close();
+      try {
+        RabbitTopology.delete(rabbit.admin(), queue);
+      } finally {
+        pool.dispose();
+      }
+    }
+  }
+
+  SwitchWorkload(Formation formation) throws IOException {
+    this.formation = formation;
+    for (Style style : Style.values()) {
+      lanes.add(new Lane(style));
+    }
+  }
+
+  /** Starts the consumers and a steady publisher: {@value #PER_TICK} messages per queue every 25 ms, 1 in 10 repeated, 1 in 400 poison. */
+  void start() {
+    lanes.forEach(Lane::start);
+    publisher = Flux.interval(TICK).onBackpressureDrop().publishOn(Schedulers.boundedElastic(), 1).subscribe(tick -> publishTick());
+  }
+
+  private synchronized void publishTick() {
+    if (stopped) {
+      return;
+    }
+    for (int i = 0; i < PER_TICK; i++) {
+      long n = sequence.incrementAndGet();
+      boolean poison = n % 400 == 0;
+      String id = "m-" + n;
+      String body = (poison ? "poison-" : "payment-") + n;
+      List<RabbitService.Message> batch = new ArrayList<>();
+      batch.add(RabbitService.message(id, body));
+      if (n % 10 == 0 && n > 5) {
+        batch.add(RabbitService.message("m-" + (n - 5), "payment-" + (n - 5)));
+      }
+      for (Lane lane : lanes) {
+        if (poison) {
+          lane.poison.add(id);
+        }
+        for (RabbitService.Message m : batch) {
+          lane.published.computeIfAbsent(m.messageId(), k -> new AtomicInteger()).incrementAndGet();
+        }
+        rabbit.publish(lane.queue, batch);
+      }
+    }
+  }
+
+  /** Waits until every consumer processed {@code count} more messages since {@code nanos}. */
+  void awaitProcessedSince(long nanos, int count, String what) {
+    Awaitility.await(what).atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(100))
+        .until(() -> lanes.stream().allMatch(l -> l.processedSince(nanos) >= count));
+  }
+
+  /** Stops the publisher; returns after its last tick was sent. */
+  synchronized void stopPublishing() {
+    stopped = true;
+    if (publisher != null) {
+      publisher.dispose();
+    }
+  }
+
+  /** Publishing stopped: each lane settles everything and holds its contract. */
+  void assertExactlyOnce() {
+    stopPublishing();
+    lanes.forEach(Lane::assertExactlyOnce);
+  }
+
+  /** Prints the time from a switch's trigger to the first commit on the new primary, per consumer style. */
+  void report(String what, long triggeredAt, long newPrimaryAt) {
+    StringBuilder b = new StringBuilder(what).append(String.format(": new primary writable %.2f s after the trigger", (newPrimaryAt - triggeredAt) / 1e9));
+    for (Lane lane : lanes) {
+      long first = lane.firstProcessedAfter(newPrimaryAt);
+      b.append(String.format("; %s first commit %.2f s after the trigger (%.2f s after the new primary)", lane.style,
+          (first - triggeredAt) / 1e9, (first - newPrimaryAt) / 1e9));
+    }
+    System.out.println(b);
+  }
+
+  @Override
+  public void close() throws IOException {
+    stopPublishing();
+    for (Lane lane : lanes) {
+      lane.close();
+    }
+  }
+}
