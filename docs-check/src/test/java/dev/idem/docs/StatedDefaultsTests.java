@@ -38,10 +38,10 @@ class StatedDefaultsTests {
       "dev.idem.kafka", "dev.idem.rabbit", "dev.idem.spring", "dev.idem.internal");
   /** A number with its unit, as pages write durations and counts. */
   private static final Pattern NUMBER = Pattern.compile("(?<![\\w.,])((?:\\d{1,3}(?:,\\d{3})+|\\d+)(?:\\.\\d+)?)(?:\\s*(ms|s|min|m|h|d|seconds?|minutes?|hours?)\\b)?");
-  /** Prose that states a consumer setting's default with a number near the setting's name. */
+  /** Prose that states a consumer setting's default with a number near the setting's name (not a call such as {@code maxBatchSize(1)}). */
   private static final Pattern PROSE_DEFAULT = Pattern.compile(
       "(?i)(prefetch|maxBatchSize|max-batch-size|batches of up to|concurrency|batchMaxWait|slowMessageThreshold|transactionTimeout)"
-          + "\\W{0,3}(?:\\(?default\\)?\\W{0,3})?((?:\\d{1,3}(?:,\\d{3})+|\\d+)(?:\\s*(?:ms|s)\\b)?)");
+          + "(?!\\()\\W{0,3}(?:\\(?default\\)?\\W{0,3})?((?:\\d{1,3}(?:,\\d{3})+|\\d+)(?:\\s*(?:ms|s)\\b)?)");
 
   private static List<Path> pages() throws IOException {
     List<Path> pages = new ArrayList<>();
@@ -137,6 +137,7 @@ class StatedDefaultsTests {
   @Test
   void unmarkedDefaultsAreFound() {
     assertThat(PROSE_DEFAULT.matcher("the defaults are prefetch 256 and batches of up to 64").find()).isTrue();
+    assertThat(PROSE_DEFAULT.matcher("the old default, `maxBatchSize(1)`, a call").find()).isFalse();
     assertThat(NUMBER.matcher("200 ms .. 10 s").results().map(java.util.regex.MatchResult::group).toList())
         .containsExactly("200 ms", "10 s");
   }
