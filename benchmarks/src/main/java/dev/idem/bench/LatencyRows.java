@@ -51,6 +51,8 @@ final class LatencyRows {
           }
           System.err.printf("[%s] latency %s in a JVM of its own ...%n", broker, row);
           Process child = Jvm.java(jvm, Benchmark.class, List.of()).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+          Thread stopChild = new Thread(child::destroy); // a row's JVM ends with this one
+          Runtime.getRuntime().addShutdownHook(stopChild);
           try (BufferedReader out = new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.UTF_8))) {
             for (String line = out.readLine(); line != null; line = out.readLine()) {
               if (line.startsWith("| " + broker + " ")) {
@@ -64,6 +66,7 @@ final class LatencyRows {
             }
           }
           int exit = child.waitFor();
+          Runtime.getRuntime().removeShutdownHook(stopChild);
           if (exit != 0) {
             failed.add(broker + " " + row + " (its JVM exited with " + exit + ")");
           }
