@@ -121,10 +121,11 @@ public final class IdempotentConsumer<T> {
    * replaces this default for every consumer that does not set its own.
    */
   public static final int DEFAULT_MAX_BATCH_SIZE = 128;
+  /** Default time an idle batch lane waits for more messages: zero, a batch starts at once with what is there. */
+  public static final Duration DEFAULT_BATCH_MAX_WAIT = Duration.ZERO;
   /**
-   * System property that replaces {@link #DEFAULT_MAX_BATCH_SIZE} for consumers that do not call
-   * {@link Builder#maxBatchSize}, for example {@code -Didem.maxBatchSize=1} to run an application
-   * (or a test suite) without batching: {@value}.
+   * System property that replaces {@link #DEFAULT_MAX_BATCH_SIZE} for consumers that do not call {@link Builder#maxBatchSize},
+   * for example {@code -Didem.maxBatchSize=1} to run an application (or a test suite) without batching: {@value}.
    */
   public static final String MAX_BATCH_SIZE_PROPERTY = "idem.maxBatchSize";
   /** Default ordering: {@link Ordering#BY_KEY}. */
@@ -267,7 +268,7 @@ public final class IdempotentConsumer<T> {
     private Handler<T> handler;
     private BatchHandler<T> batchHandler;
     private int maxBatchSize = BatchSizeDefault.fromSystemProperty();
-    private Duration batchMaxWait = Duration.ZERO;
+    private Duration batchMaxWait = DEFAULT_BATCH_MAX_WAIT;
     private TransactionRunner transactions;
     private int concurrency = DEFAULT_CONCURRENCY;
     private int prefetch = DEFAULT_PREFETCH;

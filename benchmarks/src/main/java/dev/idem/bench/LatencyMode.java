@@ -1,7 +1,6 @@
 package dev.idem.bench;
 
 import com.rabbitmq.client.Channel;
-import dev.idem.ConsumerMetrics;
 import dev.idem.IdempotentConsumer;
 import dev.idem.Ordering;
 import dev.idem.kafka.KafkaEngine;
@@ -25,16 +24,24 @@ import reactor.core.Disposable;
  * message's settlement (its outcome, emitted after the ack; on Kafka the offset is then committed
  * within the commit interval) for per-message and batch mode. The publish time travels in the
  * payload; publisher and consumer share this JVM's clock. {@code -Drows=L1,L2,L3} picks the rows
- * (defaults, old defaults, batches of 64 with a {@code BatchHandler}); each row alone in a JVM of
- * its own, alternating, keeps one row's load and warm-up from shaping the next one's figures.
+ * (defaults, old defaults, batches of 64 with a {@code BatchHandler}). Each row of each broker runs
+ * in a JVM of its own ({@link LatencyRows}): a row that ran before in the same JVM left its
+ * compiled code behind, and a per-message row (L2) kept up after a batch row and fell seconds
+ * behind alone. Each row also reports its mean transaction, the most its lanes can settle per
+ * second without batching ({@code concurrency / mean transaction}), the process's CPU per message
+ * and the JIT's time during the row.
  */
 final class LatencyMode {
 
   static final int WARMUP_SECONDS = 2;
 
+  static final String TABLE_HEADER = "| broker | mode | published msg/s | measured | p50 ms | p99 ms | max ms | tx ms | lanes' msg/s | CPU ms/msg | JIT s | check |\n"
+      + "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|";
+
   private LatencyMode() {}
 
-  private record Line(String broker, String mode, double publishedPerSecond, long[] sorted, List<String> failures) {}
+  private record Line(String broker, String mode, double publishedPerSecond, long[] sorted, List<String> failures, IdemSetting setting,
+      TransactionTimes times) {}
 
   static int run(Options options) throws Exception {
     Database db = new Database(options.postgres);
@@ -48,6 +55,10 @@ final class LatencyMode {
         new IdemSetting("L3", Ordering.BY_KEY, 4, 256, 64, true)).filter(setting -> options.runs(setting.id())).toList();
     if (settings.isEmpty()) {
       throw new IllegalArgumentException("-Drows=" + System.getProperty("rows") + " names no latency row: L1 (defaults), L2 (old defaults), L3 (batch 64, BatchHandler)");
+    }
+    if (settings.size() > 1 || options.kafka && options.rabbit) {
+      // What one row leaves in a JVM (compiled code above all) must not shape the next row's figures.
+      return LatencyRows.eachInItsOwnJvm(options, settings.stream().map(IdemSetting::id).toList());
     }
     Workload warm = Workload.generate(Math.max(1, options.warmup), options.duplicates, options.accounts, options.seed + 1);
     List<Line> lines = new ArrayList<>();
@@ -125,8 +136,7 @@ final class LatencyMode {
     System.out.println("# latency: from the publisher's send (the time travels in the payload) to the outcome, emitted after the ack "
         + "(Kafka: offset marked; committed within the 1 s commit interval)");
     System.out.println();
-    System.out.println("| broker | mode | published msg/s | measured | p50 ms | p99 ms | max ms | check |");
-    System.out.println("|---|---|---:|---:|---:|---:|---:|---|");
+    System.out.println(TABLE_HEADER);
     List<String> failed = new ArrayList<>();
     for (Line line : warmUpLines) {
       if (!line.failures().isEmpty()) {
@@ -136,8 +146,14 @@ final class LatencyMode {
     }
     for (Line line : lines) {
       long[] s = line.sorted();
-      System.out.printf(Locale.ROOT, "| %s | %s | %,.0f | %,d | %s | %s | %s | %s |%n", line.broker(), line.mode(), line.publishedPerSecond(), s.length,
+      TransactionTimes t = line.times();
+      double tx = t == null ? -1 : t.meanMillis();
+      String laneBound = tx > 0 && line.setting().maxBatchSize() == 1 ? String.format(Locale.ROOT, "%,.0f", line.setting().concurrency() * 1000 / tx) : "-";
+      System.out.printf(Locale.ROOT, "| %s | %s | %,.0f | %,d | %s | %s | %s | %s | %s | %s | %s | %s |%n", line.broker(), line.mode(), line.publishedPerSecond(), s.length,
           millis(percentile(s, 0.50)), millis(percentile(s, 0.99)), millis(s.length == 0 ? -1 : s[s.length - 1]),
+          tx < 0 ? "-" : String.format(Locale.ROOT, "%.2f", tx), laneBound,
+          t == null ? "-" : String.format(Locale.ROOT, "%.3f", t.cpuMillisPerMessage(s.length)),
+          t == null || t.jitSeconds() < 0 ? "-" : String.format(Locale.ROOT, "%.1f", t.jitSeconds()),
           line.failures().isEmpty() ? "ok" : "FAILED: " + String.join("; ", line.failures()));
       if (!line.failures().isEmpty()) {
         failed.add(line.broker() + " " + line.mode());
@@ -173,14 +189,16 @@ final class LatencyMode {
       long publishNanos;
       String settled;
       ConnectionPool pool = PostgresConnections.pool(db.r2dbcUrl(), setting.concurrency());
+      TransactionTimes times = new TransactionTimes();
       try {
         IdempotentConsumer<Payment> consumer = setting.consumer("idem-" + setting.id(), PostgresInbox.create(pool, tables.inbox()), tables.accounts(),
-            ConsumerMetrics.NONE);
+            times);
         try (Feed.Source source = feed.idemSource(setting.prefetch())) {
           Disposable running = consumer.process(source.deliveries().doOnNext(d -> progress.received()))
               .subscribe(progress::settled, progress::failed);
           try {
             awaitConsumer.run();
+            times.start();
             long start = System.nanoTime();
             progress.measureFrom(start + TimeUnit.SECONDS.toNanos(WARMUP_SECONDS));
             for (int i = 0; i < workload.total(); i++) {
@@ -190,6 +208,7 @@ final class LatencyMode {
             flush.run();
             publishNanos = System.nanoTime() - start;
             progress.await(options.stall);
+            times.stop();
             settled = feed.settledOnBroker();
           } finally {
             running.dispose();
@@ -205,10 +224,10 @@ final class LatencyMode {
       if (achieved < options.rate * 0.95) {
         System.err.printf(Locale.ROOT, "[%s] the publisher fell behind: %,.0f msg/s instead of %,d%n", broker, achieved, options.rate);
       }
-      return new Line(broker, mode, achieved, progress.sortedLatencies(), failures);
+      return new Line(broker, mode, achieved, progress.sortedLatencies(), failures, setting, times);
     } catch (Exception | AssertionError e) {
       e.printStackTrace();
-      return new Line(broker, mode, 0, new long[0], List.of(e.toString()));
+      return new Line(broker, mode, 0, new long[0], List.of(e.toString()), setting, null);
     }
   }
 
