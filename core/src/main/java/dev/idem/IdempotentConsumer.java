@@ -235,8 +235,7 @@ public final class IdempotentConsumer<T> {
       Flux<Delivery<T>> received = control.<Delivery<T>>gate(source).doOnNext(metrics::received);
       Flux<Outcome<T>> outcomes = dispatch.outcomes(received, d -> control.run(d, messages.handle(d)),
           (batch, lane) -> control.runBatch(batch, lane, tracked -> batches.process(batch, tracked)));
-      return control.untilStopped(outcomes.doOnDiscard(Delivery.class, metrics::abandoned))
-          .doOnSubscribe(s -> settings.inbox().checkReplication().subscribe());
+      return control.untilStopped(outcomes.doOnDiscard(Delivery.class, metrics::abandoned)).doOnSubscribe(s -> settings.inbox().checkReplication().subscribe());
     });
   }
 
