@@ -68,6 +68,9 @@ import reactor.util.retry.Retry;
  *       once.</li>
  * </ul>
  *
+ * <p>A round runs three steps, each a class of this package: the claim ({@code RelayClaim}), the
+ * publish ({@code RelayPublish}) and the mark ({@code RelayMark}).
+ *
  * <p>Each round holds one pooled connection in a transaction while it publishes (bounded by
  * {@code publishTimeout}); size the pool for {@code workers} more connections. Immutable and
  * thread-safe; {@link #run()} may be subscribed more than once (each subscription is a relay).
