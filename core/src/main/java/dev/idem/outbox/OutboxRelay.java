@@ -8,6 +8,8 @@ import dev.idem.internal.LogText;
 import dev.idem.internal.R2dbcTransactionRunner;
 import dev.idem.internal.RetryWarnings;
 import dev.idem.internal.Wakeup;
+import dev.idem.outbox.RelayMark.Failure;
+import dev.idem.outbox.RelayMark.Round;
 import io.r2dbc.postgresql.api.PostgresqlConnection;
 import io.r2dbc.spi.Connection;
 import io.r2dbc.spi.ConnectionFactory;
@@ -15,11 +17,8 @@ import io.r2dbc.spi.Wrapped;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Objects;
-import java.util.concurrent.TimeoutException;
 import java.util.stream.IntStream;
 import org.reactivestreams.Publisher;
 import org.slf4j.Logger;
@@ -69,6 +68,9 @@ import reactor.util.retry.Retry;
  *       once.</li>
  * </ul>
  *
+ * <p>A round runs three steps, each a class of this package: the claim ({@code RelayClaim}), the
+ * publish ({@code RelayPublish}) and the mark ({@code RelayMark}).
+ *
  * <p>Each round holds one pooled connection in a transaction while it publishes (bounded by
  * {@code publishTimeout}); size the pool for {@code workers} more connections. Immutable and
  * thread-safe; {@link #run()} may be subscribed more than once (each subscription is a relay).
@@ -101,7 +103,6 @@ public final class OutboxRelay {
   private static final Duration DATABASE_MAX_BACKOFF = Duration.ofSeconds(30);
 
   private final PostgresOutbox outbox;
-  private final OutboxPublisher publisher;
   private final String name;
   private final RelayOrdering ordering;
   private final int batchSize;
@@ -109,19 +110,16 @@ public final class OutboxRelay {
   private final Duration pollInterval;
   private final Duration publishTimeout;
   private final int maxAttempts;
-  private final Duration firstBackoff;
-  private final Duration maxBackoff;
   private final boolean listen;
   private final OutboxMetrics metrics;
   private final Duration statsInterval;
   private final TransactionRunner transactions;
-  private final String claimSql;
-  private final String markSentSql;
-  private final String markFailedSql;
+  private final RelayClaim claim;
+  private final RelayPublish publish;
+  private final RelayMark mark;
 
   private OutboxRelay(Builder b) {
     this.outbox = b.outbox;
-    this.publisher = b.publisher;
     this.name = b.name != null ? b.name : outbox.table();
     this.ordering = b.ordering;
     this.batchSize = b.batchSize;
@@ -129,8 +127,6 @@ public final class OutboxRelay {
     this.pollInterval = b.pollInterval;
     this.publishTimeout = b.publishTimeout;
     this.maxAttempts = b.maxAttempts;
-    this.firstBackoff = b.firstBackoff;
-    this.maxBackoff = b.maxBackoff;
     this.listen = b.listen;
     this.metrics = b.metrics;
     this.statsInterval = b.statsInterval;
@@ -138,20 +134,9 @@ public final class OutboxRelay {
     // client goes silent for longer than the publish may take.
     this.transactions = new R2dbcTransactionRunner(outbox.connectionFactory(),
         new ServerTimeouts(STATEMENT_TIMEOUT, STATEMENT_TIMEOUT, publishTimeout.plus(STATEMENT_TIMEOUT)));
-    String table = outbox.table();
-    String keyOrder = ordering == RelayOrdering.BY_KEY
-        ? " AND NOT EXISTS (SELECT 1 FROM " + table + " e WHERE e.message_key = o.message_key AND e.status <> 'SENT' AND e.seq < o.seq)"
-        : "";
-    this.claimSql = "SELECT " + PostgresOutbox.COLUMNS + " FROM " + table + " o"
-        + " WHERE o.status = 'PENDING' AND o.next_attempt_at <= now()" + keyOrder
-        + " ORDER BY o.seq LIMIT $1 FOR UPDATE OF o SKIP LOCKED";
-    this.markSentSql = "UPDATE " + table + " SET status = 'SENT', sent_at = clock_timestamp(), attempts = attempts + 1"
-        + " WHERE seq = ANY($1::bigint[])";
-    this.markFailedSql = "UPDATE " + table + " AS t SET attempts = t.attempts + 1, last_error = f.error,"
-        + " status = CASE WHEN t.attempts + 1 >= $4 THEN 'PARKED' ELSE 'PENDING' END,"
-        + " parked_at = CASE WHEN t.attempts + 1 >= $4 THEN clock_timestamp() END,"
-        + " next_attempt_at = clock_timestamp() + make_interval(secs => f.delay)"
-        + " FROM unnest($1::bigint[], $2::text[], $3::float8[]) AS f(seq, error, delay) WHERE t.seq = f.seq";
+    this.claim = new RelayClaim(outbox.table(), ordering, batchSize);
+    this.publish = new RelayPublish(b.publisher, publishTimeout);
+    this.mark = new RelayMark(name, outbox.table(), batchSize, maxAttempts, b.firstBackoff, b.maxBackoff, metrics);
   }
 
   /**
@@ -185,7 +170,7 @@ public final class OutboxRelay {
       }
       log.info("Outbox relay '{}' started on {} ({} worker(s), batches of {}, {}, {})", name, outbox.table(), workers, batchSize,
           ordering, listen ? "LISTEN on channel " + outbox.channel() + " and polling every " + pollInterval : "polling every " + pollInterval);
-      return Flux.merge(parts).onErrorMap(FatalPublisherError.class, Throwable::getCause);
+      return Flux.merge(parts).onErrorMap(RelayPublish.FatalPublisherError.class, Throwable::getCause);
     });
   }
 
@@ -232,179 +217,23 @@ public final class OutboxRelay {
     return untilDue.isNegative() ? Duration.ZERO : untilDue.compareTo(pollInterval) < 0 ? untilDue : pollInterval;
   }
 
-  /** The outcome of one committed round. */
-  private record Round(List<OutboxMessage> sent, int claimed, Instant nextDue, boolean full) {}
-
   private Mono<Round> round() {
     List<Failure> failures = new ArrayList<>();
     java.util.concurrent.atomic.AtomicBoolean published = new java.util.concurrent.atomic.AtomicBoolean();
-    return transactions.inTransaction(connection -> claim(connection)
+    return transactions.inTransaction(connection -> claim.claim(connection)
             .flatMap(batch -> batch.isEmpty()
                 ? Mono.just(new Round(List.of(), 0, null, false))
-                : publish(batch)
+                : publish.publish(batch)
                     .doOnSuccess(errors -> published.set(true))
-                    .flatMap(errors -> mark(connection, batch, errors, failures))))
+                    .flatMap(errors -> mark.mark(connection, batch, errors, failures))))
         .timeout(publishTimeout.plus(STATEMENT_TIMEOUT).plus(STATEMENT_TIMEOUT))
-        .doOnSuccess(round -> afterCommit(round, failures))
+        .doOnSuccess(round -> mark.afterCommit(round, failures))
         .doOnError(error -> {
           if (published.get()) {
             log.warn("Outbox relay '{}': a batch was published but its mark did not commit ({}); its rows stay pending and will be "
                 + "published again with the same ids", name, LogText.cut(error.toString()));
           }
         });
-  }
-
-  /** A failed publish attempt. */
-  private record Failure(OutboxMessage message, Throwable error, boolean parked) {}
-
-  private Mono<List<OutboxMessage>> claim(Connection connection) {
-    return Flux.from(connection.createStatement(claimSql).bind(0, batchSize).execute())
-        .concatMap(result -> result.map((row, meta) -> PostgresOutbox.message(row)))
-        .collectList();
-  }
-
-  /**
-   * Publishes a batch through the user's publisher, guarded: whatever it throws or signals
-   * (JVM errors excepted) fails the messages concerned.
-   *
-   * @return the failed messages' errors by seq; the others were confirmed
-   */
-  private Mono<Map<Long, Throwable>> publish(List<OutboxMessage> batch) {
-    Map<Long, Throwable> errors = new java.util.concurrent.ConcurrentHashMap<>();
-    java.util.Set<Long> confirmed = java.util.concurrent.ConcurrentHashMap.newKeySet();
-    Throwable[] batchError = new Throwable[1];
-    return guarded(List.copyOf(batch), result -> {
-          if (result == null || result.message() == null) {
-            return;
-          }
-          if (result.isSent()) {
-            confirmed.add(result.message().seq());
-          } else {
-            errors.put(result.message().seq(), result.error());
-          }
-        })
-        .timeout(publishTimeout)
-        .onErrorResume(error -> !JvmErrors.isFatal(error), error -> {
-          batchError[0] = error instanceof TimeoutException
-              ? new TimeoutException("no confirmation within the publish timeout of " + publishTimeout) : error;
-          return Mono.empty();
-        })
-        .then(Mono.fromSupplier(() -> {
-          Map<Long, Throwable> failed = new HashMap<>();
-          for (OutboxMessage message : batch) {
-            Throwable error = errors.get(message.seq());
-            if (error == null && !confirmed.contains(message.seq())) {
-              error = batchError[0] != null ? batchError[0] : new IllegalStateException("the publisher reported no result for this message");
-            }
-            if (error != null) {
-              failed.put(message.seq(), error);
-            }
-          }
-          return failed;
-        }));
-  }
-
-  /**
-   * Subscribes the user's publisher with a plain subscriber inside try/catch: Reactor's operators
-   * rethrow JVM errors up the calling stack instead of signalling them, and this is where such a
-   * throw from the publisher's own code lands. A JVM error in a result is signalled as well.
-   */
-  private Mono<Void> guarded(List<OutboxMessage> batch, java.util.function.Consumer<OutboxPublisher.Result> onResult) {
-    return Mono.create(sink -> {
-      try {
-        Objects.requireNonNull(publisher.publishAll(batch), "publishAll returned null").subscribe(new org.reactivestreams.Subscriber<>() {
-          @Override
-          public void onSubscribe(org.reactivestreams.Subscription subscription) {
-            sink.onCancel(subscription::cancel);
-            subscription.request(Long.MAX_VALUE);
-          }
-
-          @Override
-          public void onNext(OutboxPublisher.Result result) {
-            if (result != null && result.error() != null && JvmErrors.isFatal(result.error())) {
-              sink.error(new FatalPublisherError(result.error()));
-              return;
-            }
-            onResult.accept(result);
-          }
-
-          @Override
-          public void onError(Throwable error) {
-            sink.error(JvmErrors.isFatal(error) ? new FatalPublisherError(error) : error);
-          }
-
-          @Override
-          public void onComplete() {
-            sink.success();
-          }
-        });
-      } catch (Throwable e) {
-        sink.error(JvmErrors.isFatal(e) ? new FatalPublisherError(e) : e);
-      }
-    });
-  }
-
-  private Mono<Round> mark(Connection connection, List<OutboxMessage> batch, Map<Long, Throwable> errors, List<Failure> failures) {
-    List<OutboxMessage> sent = new ArrayList<>();
-    List<Long> failedSeqs = new ArrayList<>();
-    List<String> failedErrors = new ArrayList<>();
-    List<Double> delays = new ArrayList<>();
-    Instant nextDue = null;
-    for (OutboxMessage message : batch) {
-      Throwable error = errors.get(message.seq());
-      if (error == null) {
-        sent.add(message);
-        continue;
-      }
-      failures.add(new Failure(message, error, message.attempt() >= maxAttempts));
-      Duration delay = Backoff.jittered(firstBackoff, maxBackoff, message.attempt() - 1);
-      failedSeqs.add(message.seq());
-      failedErrors.add(LogText.cut(describe(error)).replace('\0', ' '));
-      delays.add(delay.toMillis() / 1000.0);
-      Instant due = Instant.now().plus(delay);
-      if (message.attempt() < maxAttempts && (nextDue == null || due.isBefore(nextDue))) {
-        nextDue = due;
-      }
-    }
-    Mono<Void> markSent = sent.isEmpty() ? Mono.empty()
-        : execute(connection.createStatement(markSentSql).bind(0, sent.stream().map(OutboxMessage::seq).toArray(Long[]::new)));
-    Mono<Void> markFailed = failedSeqs.isEmpty() ? Mono.empty()
-        : execute(connection.createStatement(markFailedSql)
-            .bind(0, failedSeqs.toArray(Long[]::new))
-            .bind(1, failedErrors.toArray(String[]::new))
-            .bind(2, delays.toArray(Double[]::new))
-            .bind(3, maxAttempts));
-    Round round = new Round(List.copyOf(sent), batch.size(), nextDue, batch.size() >= batchSize);
-    return markSent.then(markFailed).onErrorMap(MarkFailed::new).thenReturn(round);
-  }
-
-  private void afterCommit(Round round, List<Failure> failures) {
-    Instant now = Instant.now();
-    for (OutboxMessage message : round.sent()) {
-      metrics.published(message, Duration.between(message.createdAt(), now));
-    }
-    if (failures.isEmpty()) {
-      return;
-    }
-    Failure first = failures.get(0);
-    log.warn("Outbox relay '{}': {} of {} publishes failed and will be retried with backoff (parked at {} attempts); first: "
-        + "message '{}' (row {}, attempt {}): {}", name, failures.size(), round.claimed(), maxAttempts,
-        LogText.cutId(first.message().id()), first.message().seq(), first.message().attempt(), LogText.cut(describe(first.error())));
-    for (Failure failure : failures) {
-      metrics.failed(failure.message(), failure.error());
-      if (failure.parked()) {
-        OutboxMessage message = failure.message();
-        log.warn("Outbox relay '{}' parked message '{}' (row {}, destination '{}') after {} attempts: {}. It stays in {} with status "
-            + "PARKED; fix the cause, then PostgresOutbox.resend(\"{}\") or resendParked() sends it again with the same id",
-            name, LogText.cutId(message.id()), message.seq(), LogText.cut(message.destination()), message.attempt(),
-            LogText.cut(describe(failure.error())), outbox.table(), LogText.cutId(message.id()));
-        metrics.parked(message);
-      }
-    }
-  }
-
-  private static String describe(Throwable error) {
-    return error == null ? "unknown error" : error.toString();
   }
 
   /** Listens on the outbox's channel on a connection of its own; re-listens with backoff when it is lost. */
@@ -471,10 +300,6 @@ public final class OutboxRelay {
         .then();
   }
 
-  private static Mono<Void> execute(io.r2dbc.spi.Statement statement) {
-    return Flux.from(statement.execute()).concatMap(result -> result.getRowsUpdated()).then();
-  }
-
   @Override
   public String toString() {
     return "OutboxRelay[name=" + name + ", outbox=" + outbox + ", ordering=" + ordering + ", batchSize=" + batchSize
@@ -487,28 +312,6 @@ public final class OutboxRelay {
 
     ListenUnsupported(String message) {
       super(message, null, false, false);
-    }
-  }
-
-  /**
-   * Carries a JVM error of the publisher through the round's transaction as a plain exception:
-   * Reactor rethrows JVM errors up the calling thread (for example from {@code then(Mono.error(e))})
-   * instead of signalling them. Unwrapped where the relay's stream ends.
-   */
-  private static final class FatalPublisherError extends RuntimeException {
-    private static final long serialVersionUID = 1L;
-
-    FatalPublisherError(Throwable cause) {
-      super(cause.toString(), cause, false, false);
-    }
-  }
-
-  /** Marking a published batch failed: the batch will be published again. */
-  private static final class MarkFailed extends RuntimeException {
-    private static final long serialVersionUID = 1L;
-
-    MarkFailed(Throwable cause) {
-      super(cause.toString(), cause, false, false);
     }
   }
 

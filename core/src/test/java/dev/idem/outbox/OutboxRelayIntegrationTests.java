@@ -108,6 +108,32 @@ class OutboxRelayIntegrationTests {
     assertThat(destination.mostInFlightForOneKey.get()).isEqualTo(1);
   }
 
+  /**
+   * What {@link RelayOrdering#BY_KEY} documents for writers of one key that overlap: a row is seen
+   * at its commit, so the row of the transaction that commits first goes first although its seq is
+   * larger; the relay never waits for a transaction it cannot see.
+   */
+  @Test
+  void byKeyRowsOfOneKeyFromOverlappingTransactionsGoInCommitOrderNotSequenceOrder() {
+    RecordingPublisher destination = new RecordingPublisher();
+    start(OutboxRelay.builder(outbox, destination).ordering(RelayOrdering.BY_KEY).build());
+    Connection open = Mono.from(pool.create()).block(TIMEOUT);
+    try {
+      Mono.from(open.beginTransaction()).then(outbox.add(open, OutboxRecord.to("dest").key("k").payload("added first").build()))
+          .block(TIMEOUT);
+      write(pool, outbox, List.of(OutboxRecord.to("dest").key("k").payload("added second").build()));
+      await().atMost(TIMEOUT).until(() -> destination.confirmed.size() == 1);
+      Mono.from(open.commitTransaction()).block(TIMEOUT);
+    } finally {
+      Mono.from(open.close()).block(TIMEOUT);
+    }
+
+    await().atMost(TIMEOUT).until(() -> destination.confirmed.size() == 2);
+    assertThat(destination.confirmed).extracting(m -> new String(m.payload(), java.nio.charset.StandardCharsets.UTF_8))
+        .containsExactly("added second", "added first");
+    assertThat(destination.confirmed.get(0).seq()).isGreaterThan(destination.confirmed.get(1).seq());
+  }
+
   @Test
   void committedRowWakesTheListeningRelayLongBeforeItsPollInterval() {
     RecordingPublisher destination = new RecordingPublisher();

@@ -8,6 +8,7 @@ import dev.idem.Ordering;
 import dev.idem.Outcome;
 import dev.idem.kafka.testing.KafkaService;
 import dev.idem.outbox.OutboxRecord;
+import dev.idem.outbox.OutboxPublisher;
 import dev.idem.outbox.OutboxRelay;
 import dev.idem.outbox.PostgresOutbox;
 import dev.idem.outbox.RelayOrdering;
@@ -20,6 +21,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.IntStream;
@@ -31,6 +33,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import reactor.core.Disposable;
+import reactor.core.publisher.Mono;
 
 /** The outbox relay with the Kafka publisher on the real broker and database. */
 class KafkaOutboxPublisherIntegrationTests {
@@ -132,5 +135,45 @@ class KafkaOutboxPublisherIntegrationTests {
     assertThat(outcomes.get(Outcome.Status.DUPLICATE)).hasValue(100);
     assertThat(scenario.effects()).isEqualTo(100);
     assertThat(scenario.pg.column("SELECT DISTINCT message_id FROM " + scenario.table)).containsExactlyInAnyOrderElementsOf(ids);
+  }
+
+  @Test
+  void threeRelaysWithSeveralWorkersEachPublishEveryKeysRowsInRowOrderAndEachIdOnceWhileFailedAttemptsAreRetried() {
+    List<KafkaOutboxPublisher> publishers = List.of(KafkaOutboxPublisher.create(scenario.kafka.bootstrapServers()),
+        KafkaOutboxPublisher.create(scenario.kafka.bootstrapServers()));
+    publishers.forEach(p -> running.add(p::close));
+    start(byKeyRelay(outbox, publisher, "a", 2));
+    start(byKeyRelay(outbox, publishers.get(0), "b", 2));
+    start(byKeyRelay(outbox, publishers.get(1), "c", 3));
+
+    // One transaction, so the rows' order is their commit order; every relay wakes on its notification.
+    List<String> ids = OutboxTesting.write(scenario.pool, outbox, IntStream.range(0, 300)
+        .mapToObj(i -> OutboxRecord.to(scenario.topic).key("k" + (i % 7)).payload(Integer.toString(i)).build()).toList());
+
+    await().atMost(TIMEOUT).until(() -> rows("SENT") == 300);
+    List<ConsumerRecord<byte[], byte[]>> records = readAll(300);
+    assertThat(records).extracting(r -> header(r, "message-id")).containsExactlyInAnyOrderElementsOf(ids);
+    // A key's records share a partition, and a partition is read in the order the broker appended them.
+    Map<String, List<Integer>> rowsByKey = new TreeMap<>();
+    for (ConsumerRecord<byte[], byte[]> r : records) {
+      rowsByKey.computeIfAbsent(new String(r.key(), StandardCharsets.UTF_8), k -> new ArrayList<>())
+          .add(Integer.parseInt(new String(r.value(), StandardCharsets.UTF_8)));
+    }
+    assertThat(rowsByKey).hasSize(7).allSatisfy((key, rows) -> assertThat(rows).as("rows of %s in arrival order", key).isSorted());
+    assertThat(scenario.pg.count("SELECT count(*) FROM " + outbox.table() + " WHERE attempts = 2")).isEqualTo(60);
+  }
+
+  /** A {@code BY_KEY} relay in batches of 20 whose publisher fails the first attempt of every fifth row, retried 20 ms later. */
+  private static OutboxRelay byKeyRelay(PostgresOutbox table, OutboxPublisher publisher, String name, int workers) {
+    Duration retry = Duration.ofMillis(20);
+    return OutboxRelay.builder(table, failingFirstAttemptOfEveryFifthRow(publisher)).name(name).ordering(RelayOrdering.BY_KEY)
+        .workers(workers).batchSize(20).backoff(retry, retry).build();
+  }
+
+  /** Fails the first attempt of rows 0, 5, 10, ...: their key's later rows must wait for the retry. */
+  private static OutboxPublisher failingFirstAttemptOfEveryFifthRow(OutboxPublisher publisher) {
+    return message -> message.attempt() == 1 && Integer.parseInt(new String(message.payload(), StandardCharsets.UTF_8)) % 5 == 0
+        ? Mono.error(new IllegalStateException("first attempt of row " + new String(message.payload(), StandardCharsets.UTF_8) + " fails"))
+        : publisher.publish(message);
   }
 }

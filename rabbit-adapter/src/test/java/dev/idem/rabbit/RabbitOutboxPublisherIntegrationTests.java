@@ -5,6 +5,7 @@ import static org.awaitility.Awaitility.await;
 
 import com.rabbitmq.client.GetResponse;
 import dev.idem.outbox.OutboxRecord;
+import dev.idem.outbox.OutboxPublisher;
 import dev.idem.outbox.OutboxRelay;
 import dev.idem.outbox.PostgresOutbox;
 import dev.idem.outbox.RelayOrdering;
@@ -17,12 +18,14 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import reactor.core.Disposable;
+import reactor.core.publisher.Mono;
 
 /** The outbox relay with the RabbitMQ publisher on the real broker and database. */
 class RabbitOutboxPublisherIntegrationTests {
@@ -149,5 +152,45 @@ class RabbitOutboxPublisherIntegrationTests {
     Map<String, Long> counts = drainedCountsById();
     assertThat(counts).hasSize(2_000).containsOnlyKeys(ids);
     assertThat(counts.values()).allSatisfy(count -> assertThat(count).isEqualTo(1L));
+  }
+
+  @Test
+  void threeRelaysWithSeveralWorkersEachPublishEveryKeysRowsInRowOrderAndEachIdOnceWhileFailedAttemptsAreRetried() throws Exception {
+    RabbitTopology.declare(rabbit.admin(), queue, RabbitTopology.QueueType.CLASSIC);
+    ConnectionPool otherPool = postgres.pool(8);
+    closeables.add(otherPool::dispose);
+    PostgresOutbox sameTable = PostgresOutbox.create(otherPool, outbox.table());
+    start(byKeyRelay(outbox, publisher(), "a", 2));
+    start(byKeyRelay(sameTable, publisher(), "b", 2));
+    start(byKeyRelay(sameTable, publisher(), "c", 3));
+
+    // One transaction, so the rows' order is their commit order; every relay wakes on its notification.
+    List<String> ids = OutboxTesting.write(pool, outbox, IntStream.range(0, 600)
+        .mapToObj(i -> OutboxRecord.to(queue).key("k" + (i % 7)).payload(Integer.toString(i)).build()).toList());
+
+    await().atMost(TIMEOUT).until(() -> rows("SENT") == 600);
+    List<GetResponse> messages = rabbit.drain(queue);
+    assertThat(messages).extracting(m -> m.getProps().getMessageId()).containsExactlyInAnyOrderElementsOf(ids);
+    Map<String, List<Integer>> rowsByKey = new TreeMap<>();
+    for (GetResponse m : messages) {
+      int row = Integer.parseInt(new String(m.getBody(), StandardCharsets.UTF_8));
+      rowsByKey.computeIfAbsent("k" + (row % 7), k -> new ArrayList<>()).add(row);
+    }
+    assertThat(rowsByKey).hasSize(7).allSatisfy((key, rows) -> assertThat(rows).as("rows of %s in arrival order", key).isSorted());
+    assertThat(postgres.count("SELECT count(*) FROM " + outbox.table() + " WHERE attempts = 2")).isEqualTo(120);
+  }
+
+  /** A {@code BY_KEY} relay in batches of 20 whose publisher fails the first attempt of every fifth row, retried 20 ms later. */
+  private static OutboxRelay byKeyRelay(PostgresOutbox table, OutboxPublisher publisher, String name, int workers) {
+    Duration retry = Duration.ofMillis(20);
+    return OutboxRelay.builder(table, failingFirstAttemptOfEveryFifthRow(publisher)).name(name).ordering(RelayOrdering.BY_KEY)
+        .workers(workers).batchSize(20).backoff(retry, retry).build();
+  }
+
+  /** Fails the first attempt of rows 0, 5, 10, ...: their key's later rows must wait for the retry. */
+  private static OutboxPublisher failingFirstAttemptOfEveryFifthRow(OutboxPublisher publisher) {
+    return message -> message.attempt() == 1 && Integer.parseInt(new String(message.payload(), StandardCharsets.UTF_8)) % 5 == 0
+        ? Mono.error(new IllegalStateException("first attempt of row " + new String(message.payload(), StandardCharsets.UTF_8) + " fails"))
+        : publisher.publish(message);
   }
 }
