@@ -60,7 +60,9 @@ final class Formation {
     this.pgAutoctl = pgAutoctl;
     this.binDir = binDir;
     this.asPostgres = "root".equals(System.getProperty("user.name"));
-    this.dir = Files.createTempDirectory("idem-pgaf-");
+    // The nodes run as the postgres user, who must reach their directory; java.io.tmpdir may be private to root
+    // (CI runs with an empty one from mktemp -d, mode 700), so a root run keeps the formation under /tmp.
+    this.dir = asPostgres ? Files.createTempDirectory(Path.of("/tmp"), "idem-pgaf-") : Files.createTempDirectory("idem-pgaf-");
     for (String sub : List.of("config", "share", "run")) {
       Files.createDirectories(dir.resolve(sub));
     }
