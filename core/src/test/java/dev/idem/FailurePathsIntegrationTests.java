@@ -330,16 +330,21 @@ class FailurePathsIntegrationTests {
   @Test
   void aHandlerThatThrowsStackOverflowErrorTerminatesTheStreamAndLeavesTheMessageUnacknowledged() {
     TestDelivery<String> delivery = TestDelivery.of("m-1", "x");
+    TestDelivery<String> second = TestDelivery.of("m-2", "y");
     Handler<String> overflows = (p, tx) -> {
       throw new StackOverflowError("deep");
     };
 
-    assertThatThrownBy(() -> consumer(inbox, overflows).build().process(Flux.just(delivery, TestDelivery.of("m-2", "y"))).blockLast(TIMEOUT))
+    assertThatThrownBy(() -> consumer(inbox, overflows).build().process(Flux.just(delivery, second)).blockLast(TIMEOUT))
         .isInstanceOf(StackOverflowError.class);
-    assertThat(delivery.ackCount()).isZero();
-    assertThat(delivery.deadLetter()).isNull();
-    assertThat(inboxRows("m-1")).isZero();
-    assertThat(logged(Level.ERROR, "a JVM error while processing message 'm-1'")).hasSize(1);
+    for (TestDelivery<String> d : List.of(delivery, second)) {
+      assertThat(d.ackCount()).isZero();
+      assertThat(d.deadLetter()).isNull();
+      assertThat(inboxRows(d.id())).isZero();
+    }
+    // The two messages may run on two lanes or share a batch: the one that fails first ends the stream, and is named.
+    assertThat(logged(Level.ERROR, "a JVM error while processing")).isNotEmpty()
+        .allSatisfy(e -> assertThat(e.getFormattedMessage()).containsAnyOf("message 'm-1'", "message 'm-2'", "messages from 'm-1'"));
   }
 
   @Test
