@@ -15,13 +15,15 @@ import reactor.core.publisher.Flux;
  * Spring's reactive transaction context; this binds the {@code Tx}'s connection there, as an
  * active transaction's, the way Spring's {@code R2dbcTransactionManager} binds its own. So every
  * repository statement runs on the message's connection and counts as one of the handler's
- * statements (where the runner injects its failures), while a write that leaves it (another
- * connection factory, a {@code REQUIRES_NEW} transaction, a publisher subscribed outside the
- * handler's chain) still commits on its own, and the contract finds it.
+ * statements (where the runner injects its failures), while a write that leaves the handler's
+ * reactive chain (a publisher subscribed without its context) takes a connection of its own from
+ * the pool, commits on its own, and the contract finds it.
  *
- * <p>Not modelled: a {@code @Transactional} method that fails inside the handler marks Spring's
- * transaction rollback-only, which the starter turns into a rollback; here the transaction would
- * commit. Test such handlers with the application ({@code @SpringBootTest}).
+ * <p>Not modelled: Spring's transaction synchronization is not active, so a handler that calls
+ * {@code @Transactional} services (a failing one marks the transaction rollback-only, which the
+ * starter turns into a rollback; here it would commit) or uses another {@code ConnectionFactory}
+ * is not run as in the application. Test such handlers with the application
+ * ({@code @SpringBootTest}).
  */
 final class SpringTransactionJoin {
 
