@@ -2,6 +2,7 @@ package dev.idem;
 
 import dev.idem.internal.BatchLanes;
 import dev.idem.internal.BoundedMerge;
+import dev.idem.internal.GroupCommit;
 import java.time.Duration;
 import java.util.List;
 import java.util.function.BiFunction;
@@ -19,6 +20,9 @@ import reactor.core.publisher.Mono;
  * @param <T> the payload type
  */
 final class Dispatch<T> {
+
+  /** System property that turns group commit off when {@code false}. */
+  static final String GROUP_COMMIT_PROPERTY = "idem.groupCommit";
 
   private final int maxBatchSize;
   private final Duration batchMaxWait;
@@ -52,9 +56,19 @@ final class Dispatch<T> {
     // The merge's demand alone bounds the messages buffered and in flight to the prefetch.
     return Flux.using(
         () -> new BatchLanes<Delivery<T>, Outcome<T>>(concurrency, maxBatchSize, batching ? batchMaxWait : Duration.ZERO,
-            d -> ordering == Ordering.UNORDERED ? null : laneKey(d), run, Outcome::delivery, metrics::abandoned),
+            d -> ordering == Ordering.UNORDERED ? null : laneKey(d), run, Outcome::delivery, metrics::abandoned, groupCommit()),
         lanes -> BoundedMerge.merge(received, lanes::submit, prefetch),
         BatchLanes::dispose);
+  }
+
+  /**
+   * Group commit with batching: a batch of a lane's share of the prefetch (up to the maximum size)
+   * starts at once; smaller ones wait, for a bounded time, for a batch in flight to commit.
+   * {@code -Didem.groupCommit=false} turns it off (for comparisons).
+   */
+  private GroupCommit groupCommit() {
+    int fill = Math.min(maxBatchSize, Math.max(2, prefetch / concurrency));
+    return maxBatchSize > 1 && !"false".equals(System.getProperty(GROUP_COMMIT_PROPERTY)) ? GroupCommit.startingAt(fill) : GroupCommit.OFF;
   }
 
   private String laneKey(Delivery<T> delivery) {

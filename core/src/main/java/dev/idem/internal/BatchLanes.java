@@ -42,6 +42,10 @@ import reactor.core.scheduler.Schedulers;
  * by the caller's demand: the lanes only hold what was submitted to them, and only keys with
  * items there have an entry.
  *
+ * <p>With a {@link GroupCommit} a lane that would start a small batch while others run lets its
+ * items wait, for a bounded time, for a batch in flight to commit, whose lane then takes them in
+ * one larger batch.
+ *
  * <p>A batch may move one of its items {@linkplain LaneControl#offLane off its lane} (an item that
  * waits to be retried): it then runs on its own, its lane goes on with the other keys, and the
  * later items of its key are held back, in order, until it ended; they join a batch after that.
@@ -93,6 +97,9 @@ public final class BatchLanes<I, O> implements Disposable {
   private final Map<String, Owner> owners = new HashMap<>();
   /** The arrival order of submitted items. Guarded by {@link #claims}. */
   private long sequence;
+  /** Items in {@link #shared} and its keys' waiting items: those any lane may take. Guarded by {@link #claims}. */
+  private int unclaimed;
+  private final GroupCommit group;
   private final int maxBatch;
   private final Duration maxWait;
   private final Function<I, String> laneKey;
@@ -111,9 +118,11 @@ public final class BatchLanes<I, O> implements Disposable {
    * @param processor runs one batch, emitting at most one result per item, in any order
    * @param itemOf the item a result belongs to
    * @param abandoned told of items that leave without a result because the lanes were disposed
+   * @param group when a lane starts a small batch, or {@link GroupCommit#OFF}
    */
   public BatchLanes(int lanes, int maxBatch, Duration maxWait, Function<I, String> laneKey,
-      BiFunction<List<I>, LaneControl<I, O>, Flux<O>> processor, Function<O, I> itemOf, Consumer<I> abandoned) {
+      BiFunction<List<I>, LaneControl<I, O>, Flux<O>> processor, Function<O, I> itemOf, Consumer<I> abandoned,
+      GroupCommit group) {
     this.lanes = new ArrayList<>(lanes);
     for (int i = 0; i < lanes; i++) {
       this.lanes.add(new Lane());
@@ -124,6 +133,7 @@ public final class BatchLanes<I, O> implements Disposable {
     this.processor = processor;
     this.itemOf = itemOf;
     this.abandoned = abandoned;
+    this.group = group;
   }
 
   /**
@@ -145,6 +155,7 @@ public final class BatchLanes<I, O> implements Disposable {
           pending.key = null; // not counted for its key
         } else if (key == null) {
           shared.add(pending);
+          unclaimed++;
         } else {
           Owner owner = owners.get(key);
           if (owner == null) {
@@ -157,6 +168,7 @@ public final class BatchLanes<I, O> implements Disposable {
             claimed = owner.lane;
           } else {
             owner.waiting.add(pending);
+            unclaimed++;
           }
         }
       }
@@ -187,6 +199,15 @@ public final class BatchLanes<I, O> implements Disposable {
       }
       if (lane.tryStart()) {
         lane.start();
+      }
+    }
+  }
+
+  /** After a batch ended: the idle lanes with items of their own, or any while the shared queue has items, look again. */
+  private void wakeWaitingLanes(Lane ended) {
+    for (Lane lane : lanes) {
+      if (lane != ended && lane.hasWork() && lane.tryStart()) {
+        lane.runNext();
       }
     }
   }
@@ -293,6 +314,9 @@ public final class BatchLanes<I, O> implements Disposable {
     private final Set<Disposable> offLane = Collections.newSetFromMap(new IdentityHashMap<>());
     private boolean running;
     private Disposable currentBatch;
+    /** When this lane's items began to wait for a batch in flight to commit ({@link GroupCommit}); 0 while they do not. */
+    private long waitingSince;
+    private boolean timerArmed;
 
     void enqueue(Pending pending) {
       synchronized (this) {
@@ -309,6 +333,34 @@ public final class BatchLanes<I, O> implements Disposable {
         return;
       }
       start();
+    }
+
+    /** Whether the lane has items of its own, or the shared queue has some. */
+    boolean hasWork() {
+      synchronized (this) {
+        if (!queue.isEmpty()) {
+          return true;
+        }
+      }
+      synchronized (claims) {
+        return unclaimed > 0;
+      }
+    }
+
+    /** Looks again after {@code nanos}, if the lane is idle then: its items' wait for a group commit ends. Under the lane's lock. */
+    private void armTimer(long nanos) {
+      if (timerArmed) {
+        return;
+      }
+      timerArmed = true;
+      Schedulers.parallel().schedule(() -> {
+        synchronized (this) {
+          timerArmed = false;
+        }
+        if (tryStart()) {
+          runNext();
+        }
+      }, nanos, TimeUnit.NANOSECONDS);
     }
 
     /** Marks an idle lane as running; the caller then {@link #start}s it. */
@@ -346,6 +398,21 @@ public final class BatchLanes<I, O> implements Disposable {
         // The lane's own items and the shared ones, oldest first: neither waits on the other for
         // long, however busy the lane's own keys are.
         synchronized (claims) {
+          long now = System.nanoTime();
+          int available = queue.size() + unclaimed;
+          long wait = disposed || available == 0 ? 0 : group.waitNanos(available, waitingSince == 0 ? now : waitingSince, now);
+          if (wait > 0) {
+            // Group commit: the items wait for a batch in flight to commit; keys that only wait
+            // here go back to the shared queue, for whichever lane forms a batch first.
+            if (waitingSince == 0) {
+              waitingSince = now;
+            }
+            freeWaitingKeys();
+            running = false;
+            armTimer(wait);
+            return;
+          }
+          waitingSince = 0;
           Pending own = nextOwn();
           while (batch.size() < maxBatch) {
             Pending first = disposed ? null : shared.peek();
@@ -360,6 +427,7 @@ public final class BatchLanes<I, O> implements Disposable {
             shared.poll();
             Owner owner = first.key == null ? null : owners.get(first.key);
             if (owner == null) {
+              unclaimed--;
               batch.add(first);
               continue;
             }
@@ -369,6 +437,7 @@ public final class BatchLanes<I, O> implements Disposable {
             owner.lane = this;
             ArrayDeque<Pending> waiting = owner.waiting;
             owner.waiting = null;
+            unclaimed -= waiting.size();
             while (!waiting.isEmpty() && batch.size() < maxBatch) {
               batch.add(waiting.poll());
             }
@@ -399,6 +468,8 @@ public final class BatchLanes<I, O> implements Disposable {
       for (Pending p : batch) {
         items.add(p.item);
       }
+      long started = group.started();
+      AtomicBoolean ended = new AtomicBoolean();
       BaseSubscriber<O> subscriber = new BaseSubscriber<>() {
         @Override
         protected void hookOnNext(O result) {
@@ -413,6 +484,7 @@ public final class BatchLanes<I, O> implements Disposable {
 
         @Override
         protected void hookOnError(Throwable error) {
+          end();
           for (Pending p : takeAll()) {
             p.fail(error);
           }
@@ -420,10 +492,23 @@ public final class BatchLanes<I, O> implements Disposable {
 
         @Override
         protected void hookOnComplete() {
+          end();
           for (Pending p : takeAll()) {
             p.succeed();
           }
           runNext();
+          wakeWaitingLanes(Lane.this);
+        }
+
+        @Override
+        protected void hookOnCancel() {
+          end();
+        }
+
+        private void end() {
+          if (ended.compareAndSet(false, true)) {
+            group.ended(started);
+          }
         }
 
         private List<Pending> takeAll() {
@@ -472,6 +557,7 @@ public final class BatchLanes<I, O> implements Disposable {
         if (p.key == null) {
           it.remove();
           shared.add(p);
+          unclaimed++;
           freed = true;
           continue;
         }
@@ -486,6 +572,7 @@ public final class BatchLanes<I, O> implements Disposable {
           shared.add(p);
         }
         owner.waiting.add(p);
+        unclaimed++;
         freed = true;
       }
       return freed;

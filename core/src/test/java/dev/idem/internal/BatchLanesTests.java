@@ -53,7 +53,7 @@ class BatchLanesTests {
   private final List<Item> abandoned = new CopyOnWriteArrayList<>();
 
   private BatchLanes<Item, Item> lanes(int lanes, int maxBatch) {
-    return new BatchLanes<>(lanes, maxBatch, Duration.ZERO, Item::key, batches, item -> item, abandoned::add);
+    return new BatchLanes<>(lanes, maxBatch, Duration.ZERO, Item::key, batches, item -> item, abandoned::add, GroupCommit.OFF);
   }
 
   private void submit(BatchLanes<Item, Item> lanes, String key, int n) {
@@ -246,7 +246,7 @@ class BatchLanesTests {
           .thenMany(Flux.fromIterable(items))
           .doOnTerminate(running::decrementAndGet); // before the lane hears of the end and forms its next batch
     });
-    BatchLanes<Item, Item> lanes = new BatchLanes<>(lanesCount, 8, Duration.ZERO, Item::key, processor, item -> item, abandoned::add);
+    BatchLanes<Item, Item> lanes = new BatchLanes<>(lanesCount, 8, Duration.ZERO, Item::key, processor, item -> item, abandoned::add, GroupCommit.OFF);
     int total = 5_000;
     List<Item> ended = Flux.range(0, total)
         .map(n -> new Item(n % 7 == 0 ? null : "k" + n % 13, n))
