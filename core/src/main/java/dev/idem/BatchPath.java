@@ -4,6 +4,7 @@ import dev.idem.PipelineFailures.BatchSplit;
 import dev.idem.PipelineFailures.EffectTimeout;
 import dev.idem.PipelineFailures.SlowEffect;
 import dev.idem.internal.BatchLanes;
+import dev.idem.internal.LaneControl;
 import dev.idem.internal.LogText;
 import dev.idem.internal.MessageObservations;
 import java.time.Duration;
@@ -65,13 +66,13 @@ final class BatchPath<T> {
    * One micro-batch of one lane, in order: each run of valid deliveries shares a transaction;
    * a delivery that fails validation is dead-lettered where it stands.
    */
-  Flux<Outcome<T>> process(List<Delivery<T>> batch, BatchLanes.LaneControl<Delivery<T>, Outcome<T>> lane) {
+  Flux<Outcome<T>> process(List<Delivery<T>> batch, LaneControl<Delivery<T>, Outcome<T>> lane) {
     return observations.isOn() ? observations.batch(batch, batchParts(batch, lane), Outcome::delivery, o -> o.status().name())
         : batchParts(batch, lane);
   }
 
   /** {@link #process} without observations. */
-  private Flux<Outcome<T>> batchParts(List<Delivery<T>> batch, BatchLanes.LaneControl<Delivery<T>, Outcome<T>> lane) {
+  private Flux<Outcome<T>> batchParts(List<Delivery<T>> batch, LaneControl<Delivery<T>, Outcome<T>> lane) {
     List<Flux<Outcome<T>>> parts = new ArrayList<>();
     List<Delivery<T>> run = new ArrayList<>();
     for (Delivery<T> delivery : batch) {
@@ -102,7 +103,7 @@ final class BatchPath<T> {
    * failing one is retried and dead-lettered on its own, off the lane, while the later messages
    * of its key wait for it and those of other keys go on.
    */
-  private Flux<Outcome<T>> batchRun(List<Delivery<T>> candidates, BatchLanes.LaneControl<Delivery<T>, Outcome<T>> lane) {
+  private Flux<Outcome<T>> batchRun(List<Delivery<T>> candidates, LaneControl<Delivery<T>, Outcome<T>> lane) {
     return Flux.defer(() -> {
       List<Delivery<T>> run = lane.admit(candidates);
       if (run.isEmpty()) {
@@ -189,7 +190,7 @@ final class BatchPath<T> {
    * The messages before the failing one commit first; then the failing one goes off the lane to
    * be retried or dead-lettered alone, and the lane goes on with the messages after it.
    */
-  private Flux<Outcome<T>> split(List<Delivery<T>> run, BatchSplit split, BatchLanes.LaneControl<Delivery<T>, Outcome<T>> lane,
+  private Flux<Outcome<T>> split(List<Delivery<T>> run, BatchSplit split, LaneControl<Delivery<T>, Outcome<T>> lane,
       RetryDecision alone) {
     int failing = run.size() == 1 ? 0 : split.index;
     if (failing >= 0 && failing < run.size()) {

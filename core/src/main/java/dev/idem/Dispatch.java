@@ -1,6 +1,7 @@
 package dev.idem;
 
 import dev.idem.internal.BatchLanes;
+import dev.idem.internal.LaneControl;
 import dev.idem.internal.BoundedMerge;
 import dev.idem.internal.GroupCommit;
 import java.time.Duration;
@@ -45,11 +46,11 @@ final class Dispatch<T> {
    * delivery to {@code message}.
    */
   Flux<Outcome<T>> outcomes(Flux<Delivery<T>> received, Function<Delivery<T>, Mono<Outcome<T>>> message,
-      BiFunction<List<Delivery<T>>, BatchLanes.LaneControl<Delivery<T>, Outcome<T>>, Flux<Outcome<T>>> batch) {
+      BiFunction<List<Delivery<T>>, LaneControl<Delivery<T>, Outcome<T>>, Flux<Outcome<T>>> batch) {
     boolean batching = maxBatchSize > 1;
-    BiFunction<List<Delivery<T>>, BatchLanes.LaneControl<Delivery<T>, Outcome<T>>, Flux<Outcome<T>>> path =
+    BiFunction<List<Delivery<T>>, LaneControl<Delivery<T>, Outcome<T>>, Flux<Outcome<T>>> path =
         batching ? batch : (one, lane) -> message.apply(one.get(0)).flux();
-    BiFunction<List<Delivery<T>>, BatchLanes.LaneControl<Delivery<T>, Outcome<T>>, Flux<Outcome<T>>> run = (formed, lane) -> {
+    BiFunction<List<Delivery<T>>, LaneControl<Delivery<T>, Outcome<T>>, Flux<Outcome<T>>> run = (formed, lane) -> {
       metrics.batch(formed.size());
       return path.apply(formed, lane);
     };

@@ -43,8 +43,7 @@ import reactor.core.scheduler.Schedulers;
  * items there have an entry.
  *
  * <p>With a {@link GroupCommit} a lane that would start a small batch while others run lets its
- * items wait, for a bounded time, for a batch in flight to commit, whose lane then takes them in
- * one larger batch.
+ * items wait, for a bounded time, for a batch in flight to commit and take them in one larger batch.
  *
  * <p>A batch may move one of its items {@linkplain LaneControl#offLane off its lane} (an item that
  * waits to be retried): it then runs on its own, its lane goes on with the other keys, and the
@@ -55,36 +54,6 @@ import reactor.core.scheduler.Schedulers;
  */
 public final class BatchLanes<I, O> implements Disposable {
 
-  /**
-   * What a running batch may ask of its lane.
-   *
-   * @param <I> the item type
-   * @param <O> the result type
-   */
-  public interface LaneControl<I, O> {
-
-    /**
-     * Of these items of the running batch, those that may run now, in their order. The others
-     * have the key of an item that runs off the lane: they leave this batch, wait for that item
-     * to end, and run in a later batch of the lane, in their order.
-     *
-     * @param items items of the running batch
-     * @return the items to run now
-     */
-    List<I> admit(List<I> items);
-
-    /**
-     * Runs {@code work} for an item of the running batch on its own, off the lane: its result
-     * (or error) becomes the item's, and the batch must not emit one for it. Until the work
-     * ends, the lane holds back the later items of the item's key; the lane goes on with the
-     * other keys.
-     *
-     * @param item an item of the running batch
-     * @param work what settles the item
-     */
-    void offLane(I item, Mono<O> work);
-  }
-
   private final List<Lane> lanes;
   /** Guards {@link #shared} and {@link #owners}. Lock order: a lane, then this. */
   private final Object claims = new Object();
@@ -92,12 +61,12 @@ public final class BatchLanes<I, O> implements Disposable {
    * Items no lane took yet, in arrival order: those without a key, and for each unclaimed key the
    * first of its items (the others wait in its {@link Owner}).
    */
-  private final PriorityQueue<Pending> shared = new PriorityQueue<>(Comparator.comparingLong(p -> p.seq));
+  private final PriorityQueue<LaneItem<I, O>> shared = new PriorityQueue<>(Comparator.comparingLong(p -> p.seq));
   /** Keys with items anywhere in the lanes: the lane that claimed them, if any, and how many. */
   private final Map<String, Owner> owners = new HashMap<>();
   /** The arrival order of submitted items. Guarded by {@link #claims}. */
   private long sequence;
-  /** Items in {@link #shared} and its keys' waiting items: those any lane may take. Guarded by {@link #claims}. */
+  /** Items in {@link #shared} and its keys' waiting ones, which any lane may take. Guarded by {@link #claims}. */
   private int unclaimed;
   private final GroupCommit group;
   private final int maxBatch;
@@ -145,7 +114,7 @@ public final class BatchLanes<I, O> implements Disposable {
   public Mono<O> submit(I item) {
     return Mono.create(sink -> {
       String key = laneKey.apply(item);
-      Pending pending = new Pending(item, key, sink);
+      LaneItem<I, O> pending = new LaneItem<>(item, key, sink, this::releaseKey, abandoned);
       Lane claimed = null;
       boolean refused = false;
       synchronized (claims) {
@@ -203,10 +172,14 @@ public final class BatchLanes<I, O> implements Disposable {
     }
   }
 
-  /** After a batch ended: the idle lanes with items of their own, or any while the shared queue has items, look again. */
+  /** After a batch ended: the idle lanes with items of their own, or all while the shared queue has items, look again. */
   private void wakeWaitingLanes(Lane ended) {
+    boolean anyShared;
+    synchronized (claims) {
+      anyShared = unclaimed > 0;
+    }
     for (Lane lane : lanes) {
-      if (lane != ended && lane.hasWork() && lane.tryStart()) {
+      if (lane != ended && (anyShared || lane.hasOwnItems()) && lane.tryStart()) {
         lane.runNext();
       }
     }
@@ -219,9 +192,9 @@ public final class BatchLanes<I, O> implements Disposable {
     for (Lane lane : lanes) {
       lane.dispose();
     }
-    List<Pending> left = new ArrayList<>();
+    List<LaneItem<I, O>> left = new ArrayList<>();
     synchronized (claims) {
-      for (Pending first : shared) {
+      for (LaneItem<I, O> first : shared) {
         Owner owner = first.key == null ? null : owners.get(first.key);
         if (owner != null && owner.waiting != null) {
           left.addAll(owner.waiting);
@@ -231,7 +204,7 @@ public final class BatchLanes<I, O> implements Disposable {
       }
       shared.clear();
     }
-    left.forEach(Pending::abandon);
+    left.forEach(LaneItem::abandon);
   }
 
   @Override
@@ -244,73 +217,29 @@ public final class BatchLanes<I, O> implements Disposable {
     /** The lane that claimed the key, or null while its items wait in the shared queue. */
     Lane lane;
     /** Its items in the shared queue, in order, until a lane claims it; then null. */
-    ArrayDeque<Pending> waiting = new ArrayDeque<>();
+    ArrayDeque<LaneItem<I, O>> waiting = new ArrayDeque<>();
     /** Its items anywhere in the lanes. */
     int items;
   }
 
-  private final class Pending {
-    final I item;
-    /** The item's key, counted in its {@link Owner}; null for none. */
-    String key;
-    final MonoSink<O> sink;
-    /** Its place in the arrival order. */
-    long seq;
-    private final AtomicBoolean done = new AtomicBoolean();
-
-    Pending(I item, String key, MonoSink<O> sink) {
-      this.item = item;
-      this.key = key;
-      this.sink = sink;
-    }
-
-    /** The item ended: it no longer holds its key on its lane; the last one frees the key. Once: false after the first call. */
-    boolean leave() {
-      if (!done.compareAndSet(false, true)) {
-        return false;
-      }
-      if (key != null) {
-        synchronized (claims) {
-          Owner owner = owners.get(key);
-          if (owner != null && --owner.items == 0) {
-            owners.remove(key);
-          }
-        }
-      }
-      return true;
-    }
-
-    void succeed(O result) {
-      leave();
-      sink.success(result);
-    }
-
-    void succeed() {
-      leave();
-      sink.success();
-    }
-
-    void fail(Throwable error) {
-      leave();
-      sink.error(error);
-    }
-
-    void abandon() {
-      if (leave()) {
-        abandoned.accept(item);
-        sink.success();
+  /** An item ended: it no longer holds its key on its lane; the last one frees the key. */
+  private void releaseKey(String key) {
+    synchronized (claims) {
+      Owner owner = owners.get(key);
+      if (owner != null && --owner.items == 0) {
+        owners.remove(key);
       }
     }
   }
 
   private final class Lane implements LaneControl<I, O> {
-    private final ArrayDeque<Pending> queue = new ArrayDeque<>();
+    private final ArrayDeque<LaneItem<I, O>> queue = new ArrayDeque<>();
     /** Keys with an item off the lane, each with its later items held back, in order. */
-    private final Map<String, ArrayDeque<Pending>> held = new HashMap<>();
+    private final Map<String, ArrayDeque<LaneItem<I, O>>> held = new HashMap<>();
     /** Keys whose off-lane item ended; their held items go back to the queue when the next batch forms. */
     private final List<String> released = new ArrayList<>();
     /** The running batch's items that still wait for a result. */
-    private Map<I, Pending> current = new IdentityHashMap<>();
+    private Map<I, LaneItem<I, O>> current = new IdentityHashMap<>();
     private final Set<Disposable> offLane = Collections.newSetFromMap(new IdentityHashMap<>());
     private boolean running;
     private Disposable currentBatch;
@@ -318,7 +247,7 @@ public final class BatchLanes<I, O> implements Disposable {
     private long waitingSince;
     private boolean timerArmed;
 
-    void enqueue(Pending pending) {
+    void enqueue(LaneItem<I, O> pending) {
       synchronized (this) {
         if (!disposed) {
           queue.add(pending);
@@ -335,16 +264,8 @@ public final class BatchLanes<I, O> implements Disposable {
       start();
     }
 
-    /** Whether the lane has items of its own, or the shared queue has some. */
-    boolean hasWork() {
-      synchronized (this) {
-        if (!queue.isEmpty()) {
-          return true;
-        }
-      }
-      synchronized (claims) {
-        return unclaimed > 0;
-      }
+    synchronized boolean hasOwnItems() {
+      return !queue.isEmpty();
     }
 
     /** Looks again after {@code nanos}, if the lane is idle then: its items' wait for a group commit ends. Under the lane's lock. */
@@ -382,14 +303,14 @@ public final class BatchLanes<I, O> implements Disposable {
     }
 
     private void runNext() {
-      List<Pending> batch = new ArrayList<>();
-      Map<I, Pending> byItem = new IdentityHashMap<>();
+      List<LaneItem<I, O>> batch = new ArrayList<>();
+      Map<I, LaneItem<I, O>> byItem = new IdentityHashMap<>();
       boolean freed;
       synchronized (this) {
         for (int i = released.size() - 1; i >= 0; i--) {
-          ArrayDeque<Pending> waiting = held.remove(released.get(i));
+          ArrayDeque<LaneItem<I, O>> waiting = held.remove(released.get(i));
           if (waiting != null) {
-            for (Iterator<Pending> it = waiting.descendingIterator(); it.hasNext(); ) {
+            for (Iterator<LaneItem<I, O>> it = waiting.descendingIterator(); it.hasNext(); ) {
               queue.addFirst(it.next());
             }
           }
@@ -400,22 +321,20 @@ public final class BatchLanes<I, O> implements Disposable {
         synchronized (claims) {
           long now = System.nanoTime();
           int available = queue.size() + unclaimed;
-          long wait = disposed || available == 0 ? 0 : group.waitNanos(available, waitingSince == 0 ? now : waitingSince, now);
+          long since = waitingSince == 0 ? now : waitingSince;
+          long wait = disposed || available == 0 ? 0 : group.waitNanos(available, since, now);
           if (wait > 0) {
-            // Group commit: the items wait for a batch in flight to commit; keys that only wait
-            // here go back to the shared queue, for whichever lane forms a batch first.
-            if (waitingSince == 0) {
-              waitingSince = now;
-            }
+            // Group commit: wait for a batch in flight; keys that only wait here go back to the shared queue.
+            waitingSince = since;
             freeWaitingKeys();
             running = false;
             armTimer(wait);
             return;
           }
           waitingSince = 0;
-          Pending own = nextOwn();
+          LaneItem<I, O> own = nextOwn();
           while (batch.size() < maxBatch) {
-            Pending first = disposed ? null : shared.peek();
+            LaneItem<I, O> first = disposed ? null : shared.peek();
             if (own == null && first == null) {
               break;
             }
@@ -435,7 +354,7 @@ public final class BatchLanes<I, O> implements Disposable {
             // order, queueing what does not fit (the batch is full then) ahead of the key's later
             // items, which come to this lane from now on.
             owner.lane = this;
-            ArrayDeque<Pending> waiting = owner.waiting;
+            ArrayDeque<LaneItem<I, O>> waiting = owner.waiting;
             owner.waiting = null;
             unclaimed -= waiting.size();
             while (!waiting.isEmpty() && batch.size() < maxBatch) {
@@ -451,7 +370,7 @@ public final class BatchLanes<I, O> implements Disposable {
         if (batch.isEmpty() || disposed) {
           running = false;
         } else {
-          for (Pending p : batch) {
+          for (LaneItem<I, O> p : batch) {
             byItem.put(p.item, p);
           }
           current = byItem;
@@ -465,7 +384,7 @@ public final class BatchLanes<I, O> implements Disposable {
         return;
       }
       List<I> items = new ArrayList<>(batch.size());
-      for (Pending p : batch) {
+      for (LaneItem<I, O> p : batch) {
         items.add(p.item);
       }
       long started = group.started();
@@ -473,7 +392,7 @@ public final class BatchLanes<I, O> implements Disposable {
       BaseSubscriber<O> subscriber = new BaseSubscriber<>() {
         @Override
         protected void hookOnNext(O result) {
-          Pending p;
+          LaneItem<I, O> p;
           synchronized (Lane.this) {
             p = byItem.remove(itemOf.apply(result));
           }
@@ -485,7 +404,7 @@ public final class BatchLanes<I, O> implements Disposable {
         @Override
         protected void hookOnError(Throwable error) {
           end();
-          for (Pending p : takeAll()) {
+          for (LaneItem<I, O> p : takeAll()) {
             p.fail(error);
           }
         }
@@ -493,7 +412,7 @@ public final class BatchLanes<I, O> implements Disposable {
         @Override
         protected void hookOnComplete() {
           end();
-          for (Pending p : takeAll()) {
+          for (LaneItem<I, O> p : takeAll()) {
             p.succeed();
           }
           runNext();
@@ -511,9 +430,9 @@ public final class BatchLanes<I, O> implements Disposable {
           }
         }
 
-        private List<Pending> takeAll() {
+        private List<LaneItem<I, O>> takeAll() {
           synchronized (Lane.this) {
-            List<Pending> left = new ArrayList<>(byItem.values());
+            List<LaneItem<I, O>> left = new ArrayList<>(byItem.values());
             byItem.clear();
             return left;
           }
@@ -530,10 +449,8 @@ public final class BatchLanes<I, O> implements Disposable {
 
     /**
      * Gives up the keys whose items only wait in this lane's queue: they go back to the shared
-     * queue, oldest first, for whichever lane is free first; the key's order holds, since none of
-     * its items runs. Without this a lane kept every key it ever took while new items of it kept
-     * arriving, and under load the keys' items piled up behind a few busy lanes while the others
-     * idled. Under both locks.
+     * queue, oldest first, for whichever lane is free first (the key's order holds: none of its
+     * items runs), so keys never pile up behind a busy lane while others idle. Under both locks.
      *
      * @return whether any item went back to the shared queue
      */
@@ -546,14 +463,14 @@ public final class BatchLanes<I, O> implements Disposable {
       // owner, none queued here), and those with an item that a submit assigned to this lane but
       // did not enqueue yet (outside the lane's lock).
       Map<String, Integer> queued = new HashMap<>();
-      for (Pending p : queue) {
+      for (LaneItem<I, O> p : queue) {
         if (p.key != null) {
           queued.merge(p.key, 1, Integer::sum);
         }
       }
       boolean freed = false;
-      for (Iterator<Pending> it = queue.iterator(); it.hasNext(); ) {
-        Pending p = it.next();
+      for (Iterator<LaneItem<I, O>> it = queue.iterator(); it.hasNext(); ) {
+        LaneItem<I, O> p = it.next();
         if (p.key == null) {
           it.remove();
           shared.add(p);
@@ -579,9 +496,9 @@ public final class BatchLanes<I, O> implements Disposable {
     }
 
     /** The next item of the lane's queue whose key is not held back (those go to their key's held items); null when none. */
-    private Pending nextOwn() {
-      for (Pending p; (p = queue.poll()) != null; ) {
-        ArrayDeque<Pending> waiting = p.key == null ? null : held.get(p.key);
+    private LaneItem<I, O> nextOwn() {
+      for (LaneItem<I, O> p; (p = queue.poll()) != null; ) {
+        ArrayDeque<LaneItem<I, O>> waiting = p.key == null ? null : held.get(p.key);
         if (waiting == null) {
           return p;
         }
@@ -594,8 +511,8 @@ public final class BatchLanes<I, O> implements Disposable {
     public synchronized List<I> admit(List<I> items) {
       List<I> admitted = new ArrayList<>(items.size());
       for (I item : items) {
-        Pending p = current.get(item);
-        ArrayDeque<Pending> waiting = p == null || p.key == null ? null : held.get(p.key);
+        LaneItem<I, O> p = current.get(item);
+        ArrayDeque<LaneItem<I, O>> waiting = p == null || p.key == null ? null : held.get(p.key);
         if (waiting != null) {
           current.remove(item);
           waiting.add(p);
@@ -608,7 +525,7 @@ public final class BatchLanes<I, O> implements Disposable {
 
     @Override
     public void offLane(I item, Mono<O> work) {
-      Pending p;
+      LaneItem<I, O> p;
       synchronized (this) {
         p = current.remove(item);
         if (p == null) {
@@ -639,7 +556,7 @@ public final class BatchLanes<I, O> implements Disposable {
     }
 
     /** An off-lane item ended: its key is released at the next batch; an idle lane starts one. Once per item. */
-    private boolean ended(Pending p, Disposable subscription) {
+    private boolean ended(LaneItem<I, O> p, Disposable subscription) {
       boolean start;
       synchronized (this) {
         if (!offLane.remove(subscription)) {
@@ -660,7 +577,7 @@ public final class BatchLanes<I, O> implements Disposable {
     }
 
     void dispose() {
-      List<Pending> left;
+      List<LaneItem<I, O>> left;
       List<Disposable> cancelled;
       Disposable batch;
       synchronized (this) {
@@ -677,7 +594,7 @@ public final class BatchLanes<I, O> implements Disposable {
         batch.dispose();
       }
       cancelled.forEach(Disposable::dispose);
-      left.forEach(Pending::abandon);
+      left.forEach(LaneItem::abandon);
     }
   }
 }

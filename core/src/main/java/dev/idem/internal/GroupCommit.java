@@ -10,7 +10,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  *
  * <p>A lane starts at once when its batch would be {@linkplain #fill full}, when no batch is in
  * flight (a message that arrives alone is never held back), or when its items have already waited
- * {@linkplain #boundNanos() one typical batch duration} (capped at {@link #MAX_WAIT}): so a slow
+ * one typical batch duration (between {@link #MIN_WAIT} and {@link #MAX_WAIT}): so a slow
  * batch (a slow handler, a lock wait) costs the others at most that much, and the lanes still run
  * side by side. Otherwise it waits: when a batch in flight commits, its lane takes what has queued
  * meanwhile, up to the maximum size, as one transaction. The number of transactions at once then
@@ -23,33 +23,54 @@ public final class GroupCommit {
 
   /** The longest a lane's items wait for a batch in flight to commit: 50 ms. */
   public static final Duration MAX_WAIT = Duration.ofMillis(50);
-  private static final long MIN_WAIT_NANOS = Duration.ofMillis(1).toNanos();
+  /** The shortest: 1 ms, while no batch has ended yet or batches end sooner. */
+  public static final Duration MIN_WAIT = Duration.ofMillis(1);
 
   /** No group commit: every lane starts whatever it has at once. */
-  public static final GroupCommit OFF = new GroupCommit(Integer.MAX_VALUE, false);
+  public static final GroupCommit OFF = new GroupCommit(Integer.MAX_VALUE, false, 0, 0);
 
   private final int fill;
   private final boolean enabled;
+  private final long minWaitNanos;
+  private final long maxWaitNanos;
   private final AtomicInteger inFlight = new AtomicInteger();
   /** The moving average of recent batches' durations, in nanoseconds. */
   private volatile long typicalNanos;
 
-  private GroupCommit(int fill, boolean enabled) {
+  private GroupCommit(int fill, boolean enabled, long minWaitNanos, long maxWaitNanos) {
     this.fill = fill;
     this.enabled = enabled;
+    this.minWaitNanos = minWaitNanos;
+    this.maxWaitNanos = maxWaitNanos;
   }
 
   /**
-   * Group commit for batches that start at once from {@code fill} items.
+   * Group commit for batches that start at once from {@code fill} items, waiting between
+   * {@link #MIN_WAIT} and {@link #MAX_WAIT}.
    *
    * @param fill the batch size that starts at once; at least 2
    * @return the policy
    */
   public static GroupCommit startingAt(int fill) {
+    return startingAt(fill, MIN_WAIT, MAX_WAIT);
+  }
+
+  /**
+   * Group commit with the bounds of the wait given.
+   *
+   * @param fill the batch size that starts at once; at least 2
+   * @param minWait the shortest bound of the wait
+   * @param maxWait the longest bound of the wait; at least {@code minWait}
+   * @return the policy
+   */
+  public static GroupCommit startingAt(int fill, Duration minWait, Duration maxWait) {
     if (fill < 2) {
       throw new IllegalArgumentException("fill must be at least 2, was " + fill);
     }
-    return new GroupCommit(fill, true);
+    if (minWait.isNegative() || maxWait.compareTo(minWait) < 0) {
+      throw new IllegalArgumentException("need 0 <= minWait <= maxWait, was " + minWait + " and " + maxWait);
+    }
+    return new GroupCommit(fill, true, minWait.toNanos(), maxWait.toNanos());
   }
 
   /**
@@ -77,9 +98,9 @@ public final class GroupCommit {
     return Math.max(0, left);
   }
 
-  /** The longest a lane's items wait: one typical batch duration, between 1 ms and {@link #MAX_WAIT}. */
+  /** The longest a lane's items wait: one typical batch duration, within the bounds. */
   long boundNanos() {
-    return Math.min(MAX_WAIT.toNanos(), Math.max(MIN_WAIT_NANOS, typicalNanos));
+    return Math.min(maxWaitNanos, Math.max(minWaitNanos, typicalNanos));
   }
 
   /**

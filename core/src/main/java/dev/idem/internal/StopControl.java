@@ -107,10 +107,10 @@ public final class StopControl {
 
   /**
    * A batch's processing, started unless the stop began. The work gets its lane back tracked: a
-   * message that the batch moves off the lane ({@link BatchLanes.LaneControl#offLane}) leaves the
+   * message that the batch moves off the lane ({@link LaneControl#offLane}) leaves the
    * batch's flight for a flight of its own, which a stop waits for within the grace period and
    * abandons a retry backoff of that ends after it, as for the batch; a message the lane holds back
-   * ({@link BatchLanes.LaneControl#admit}) leaves the flight unstarted, and starts again with a
+   * ({@link LaneControl#admit}) leaves the flight unstarted, and starts again with a
    * later batch (or, once the stop began, is not started). So a batch's flight counts only the
    * messages it settles itself, and none is reported abandoned that another flight settled.
    *
@@ -122,8 +122,8 @@ public final class StopControl {
    * @param <R> the result type
    * @return the work, or empty without running it after the stop
    */
-  public <I, O, R> Flux<R> runBatch(List<?> items, BatchLanes.LaneControl<I, O> lane,
-      Function<BatchLanes.LaneControl<I, O>, Flux<R>> work) {
+  public <I, O, R> Flux<R> runBatch(List<?> items, LaneControl<I, O> lane,
+      Function<LaneControl<I, O>, Flux<R>> work) {
     return Flux.defer(() -> {
       Flight flight = tryStart(items.size());
       if (flight == null) {
@@ -135,8 +135,8 @@ public final class StopControl {
   }
 
   /** The lane of a batch whose flight is {@code flight}: what leaves the batch leaves its flight. */
-  private <I, O> BatchLanes.LaneControl<I, O> tracking(BatchLanes.LaneControl<I, O> lane, Flight flight) {
-    return new BatchLanes.LaneControl<>() {
+  private <I, O> LaneControl<I, O> tracking(LaneControl<I, O> lane, Flight flight) {
+    return new LaneControl<>() {
       @Override
       public List<I> admit(List<I> items) {
         List<I> admitted = lane.admit(items);

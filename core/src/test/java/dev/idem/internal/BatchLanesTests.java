@@ -29,13 +29,13 @@ class BatchLanesTests {
   private record Item(String key, int n) {}
 
   /** Records each batch and ends it (emitting its items) when released. */
-  private static final class Batches implements BiFunction<List<Item>, BatchLanes.LaneControl<Item, Item>, Flux<Item>> {
+  private static final class Batches implements BiFunction<List<Item>, LaneControl<Item, Item>, Flux<Item>> {
     final List<List<Item>> formed = new CopyOnWriteArrayList<>();
     final List<Sinks.Empty<Void>> releases = new CopyOnWriteArrayList<>();
-    final List<BatchLanes.LaneControl<Item, Item>> controls = new CopyOnWriteArrayList<>();
+    final List<LaneControl<Item, Item>> controls = new CopyOnWriteArrayList<>();
 
     @Override
-    public Flux<Item> apply(List<Item> items, BatchLanes.LaneControl<Item, Item> lane) {
+    public Flux<Item> apply(List<Item> items, LaneControl<Item, Item> lane) {
       Sinks.Empty<Void> release = Sinks.empty();
       formed.add(List.copyOf(items));
       releases.add(release);
@@ -237,7 +237,7 @@ class BatchLanesTests {
     AtomicInteger running = new AtomicInteger();
     AtomicInteger mostRunning = new AtomicInteger();
     Map<String, List<Integer>> processed = new ConcurrentHashMap<>();
-    BiFunction<List<Item>, BatchLanes.LaneControl<Item, Item>, Flux<Item>> processor = (items, lane) -> Flux.defer(() -> {
+    BiFunction<List<Item>, LaneControl<Item, Item>, Flux<Item>> processor = (items, lane) -> Flux.defer(() -> {
       mostRunning.accumulateAndGet(running.incrementAndGet(), Math::max);
       for (Item item : items) {
         processed.computeIfAbsent(String.valueOf(item.key()), k -> new CopyOnWriteArrayList<>()).add(item.n());
