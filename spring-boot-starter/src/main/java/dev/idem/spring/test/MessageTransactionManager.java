@@ -45,6 +45,7 @@ final class MessageTransactionManager extends AbstractReactiveTransactionManager
     return new Joined();
   }
 
+  // tag::join[] (quoted in docs/spring-boot.md)
   @Override
   protected Mono<Void> doBegin(TransactionSynchronizationManager synchronizationManager, Object transaction,
       TransactionDefinition definition) {
@@ -68,6 +69,7 @@ final class MessageTransactionManager extends AbstractReactiveTransactionManager
       return Mono.empty();
     });
   }
+  // end::join[]
 
   @Override
   protected Mono<Void> doRollback(TransactionSynchronizationManager synchronizationManager,

@@ -41,9 +41,10 @@ import reactor.core.publisher.Mono;
  * {@link SpringHandlerContracts} on the real PostgreSQL, in a Spring Boot application: Spring Data
  * R2DBC repository writes and {@code @Transactional} services join the contract's transaction and
  * count as the handler's statements (the injected failure after each rolls it back), a write
- * subscribed outside the handler's context is caught, and a participating transaction that failed
- * rolls the message back as under the starter's runner. Everything runs in a schema of this
- * test's own (the URL's {@code schema}, PostgreSQL's {@code search_path}).
+ * subscribed outside the handler's context or a {@code REQUIRES_NEW} service's commits on its own
+ * connection and is caught, and a participating transaction that failed rolls the message back as
+ * under the starter's runner. Everything runs in a schema of this test's own (the URL's
+ * {@code schema}, PostgreSQL's {@code search_path}).
  */
 @SpringBootTest(classes = TestApplication.class)
 class SpringHandlerContractsIntegrationTests {
@@ -150,6 +151,20 @@ class SpringHandlerContractsIntegrationTests {
 
     assertThat(deliveries(report, Schedule.FAILURE_AFTER_EACH_STATEMENT)).isEqualTo(3 * (2 + 1));
     assertThat(rows()).containsExactly("m-1:a", "m-1:a-service", "m-2:b", "m-2:b-service", "m-3:c", "m-3:c-service");
+  }
+
+  @Test
+  void aRequiresNewServiceCommitsOnItsOwnConnectionAndIsCaught() {
+    Handler<String> ownTransaction = (note, tx) -> effects.save(new Effect(null, tx.messageId(), note))
+        .then(service.recordOnItsOwn(tx.messageId(), note + "-own"));
+
+    ContractReport report = joinedContract("a REQUIRES_NEW service", ownTransaction).build().run();
+
+    Finding finding = report.findings().get(0);
+    assertThat(finding.mistake()).isEqualTo(Mistake.EFFECT_OUTSIDE_TRANSACTION);
+    assertThat(finding.schedule()).isEqualTo(Schedule.FAILURE_AFTER_EACH_STATEMENT);
+    assertThat(finding.step()).contains("after statement 1 of 1");
+    assertThat(finding.actual()).contains("a-own");
   }
 
   @Test

@@ -1,6 +1,7 @@
 package dev.idem.spring.testapp;
 
 import org.springframework.stereotype.Service;
+import org.springframework.transaction.annotation.Propagation;
 import org.springframework.transaction.annotation.Transactional;
 import reactor.core.publisher.Mono;
 
@@ -31,5 +32,18 @@ public class EffectService {
   public Mono<Effect> record(String messageId, String note, boolean fail) {
     Mono<Effect> saved = effects.save(new Effect(null, messageId, note));
     return fail ? saved.then(Mono.error(new IllegalStateException("the service failed after writing"))) : saved;
+  }
+
+  /**
+   * Writes an effect in a transaction of its own ({@code REQUIRES_NEW}): it commits whatever the
+   * caller's transaction does.
+   *
+   * @param messageId the message
+   * @param note the note
+   * @return the saved effect
+   */
+  @Transactional(propagation = Propagation.REQUIRES_NEW)
+  public Mono<Effect> recordOnItsOwn(String messageId, String note) {
+    return effects.save(new Effect(null, messageId, note));
   }
 }
