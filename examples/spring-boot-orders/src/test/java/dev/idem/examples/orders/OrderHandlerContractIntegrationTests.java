@@ -1,5 +1,6 @@
 package dev.idem.examples.orders;
 
+import dev.idem.spring.test.SpringHandlerContracts;
 import dev.idem.test.HandlerContract;
 import dev.idem.test.InMemoryDelivery;
 import dev.idem.testing.PostgresService;
@@ -14,13 +15,14 @@ import org.springframework.test.context.DynamicPropertySource;
 /**
  * The application's {@link OrderHandler} (both consumers' handler), with its Spring Data R2DBC
  * repositories and the application's {@code ConnectionFactory} bean, proved exactly-once by
- * idem-test's {@link HandlerContract}: the orders are replayed under every hostile schedule
- * (redelivery after commit, duplicates, a failure after each statement, concurrent lanes, a stop
- * mid-batch) against the real PostgreSQL, without Kafka or RabbitMQ. The orders carry the
- * customer as their ordering key, as on the Kafka channel. The Data R2DBC slice starts the
- * repositories and runs the application's {@code schema.sql}, in a schema of this test's own (the
- * URL's {@code schema}, PostgreSQL's {@code search_path}), so that the application tests' resets
- * in this or another build never meet it.
+ * idem-test's {@link HandlerContract} through the starter's {@link SpringHandlerContracts} (the
+ * repositories join the message's transaction, as in the application): the orders are replayed
+ * under every hostile schedule (redelivery after commit, duplicates, a failure after each
+ * statement, concurrent lanes, a stop mid-batch) against the real PostgreSQL, without Kafka or
+ * RabbitMQ. The orders carry the customer as their ordering key, as on the Kafka channel. The Data
+ * R2DBC slice starts the repositories and runs the application's {@code schema.sql}, in a schema
+ * of this test's own (the URL's {@code schema}, PostgreSQL's {@code search_path}), so that the
+ * application tests' resets in this or another build never meet it.
  */
 @DataR2dbcTest
 class OrderHandlerContractIntegrationTests {
@@ -48,9 +50,8 @@ class OrderHandlerContractIntegrationTests {
 
   @Test
   void theOrderHandlerKeepsItsEffectsExactlyOnce() {
-    HandlerContract.forHandler("order handler",
-            () -> SpringTransactionJoin.joined(new OrderHandler(customers, orders), connectionFactory))
-        .postgres(connectionFactory)                      // the application's pool: the repositories' own
+    // The repositories join the message's transaction, on the application's pool (the contract runs on it too).
+    SpringHandlerContracts.forHandler("order handler", () -> new OrderHandler(customers, orders), connectionFactory)
         .reset("DELETE FROM shop_orders", "UPDATE customers SET orders = 0, total_cents = 0",
             "DELETE FROM customers WHERE id = 999")
         .probe("SELECT c.id, c.orders, c.total_cents, string_agg(o.order_id, ',' ORDER BY o.order_id) AS order_ids "

@@ -1,5 +1,6 @@
 package dev.idem.examples.springboot;
 
+import dev.idem.spring.test.SpringHandlerContracts;
 import dev.idem.test.HandlerContract;
 import dev.idem.test.InMemoryDelivery;
 import dev.idem.testing.PostgresService;
@@ -14,12 +15,13 @@ import org.springframework.test.context.DynamicPropertySource;
 /**
  * The application's {@link PaymentHandler}, with its Spring Data R2DBC repositories and the
  * application's {@code ConnectionFactory} bean, proved exactly-once by idem-test's
- * {@link HandlerContract}: the payments are replayed under every hostile schedule (redelivery after
- * commit, duplicates, a failure after each statement, concurrent lanes, a stop mid-batch) against
- * the real PostgreSQL, without Kafka. The Data R2DBC slice starts the repositories and runs the
- * application's {@code schema.sql}, in a schema of this test's own (the URL's {@code schema},
- * PostgreSQL's {@code search_path}), so that the application tests' resets of {@code accounts} in
- * this or another build never meet it.
+ * {@link HandlerContract} through the starter's {@link SpringHandlerContracts} (the repositories
+ * join the message's transaction, as in the application): the payments are replayed under every
+ * hostile schedule (redelivery after commit, duplicates, a failure after each statement,
+ * concurrent lanes, a stop mid-batch) against the real PostgreSQL, without Kafka. The Data R2DBC
+ * slice starts the repositories and runs the application's {@code schema.sql}, in a schema of this
+ * test's own (the URL's {@code schema}, PostgreSQL's {@code search_path}), so that the application
+ * tests' resets of {@code accounts} in this or another build never meet it.
  */
 @DataR2dbcTest
 class PaymentHandlerContractIntegrationTests {
@@ -48,9 +50,8 @@ class PaymentHandlerContractIntegrationTests {
   // tag::contract[] (quoted in docs/spring-boot.md)
   @Test
   void thePaymentHandlerKeepsItsEffectsExactlyOnce() {
-    HandlerContract.forHandler("payment handler",
-            () -> SpringTransactionJoin.joined(new PaymentHandler(accounts, payments), connectionFactory))
-        .postgres(connectionFactory)                      // the application's pool: the repositories' own
+    // The repositories join the message's transaction, on the application's pool (the contract runs on it too).
+    SpringHandlerContracts.forHandler("payment handler", () -> new PaymentHandler(accounts, payments), connectionFactory)
         .reset("DELETE FROM payments", "UPDATE accounts SET balance = 0", "DELETE FROM accounts WHERE id = 99")
         .probe("SELECT a.id, a.balance, string_agg(p.event_id, ',' ORDER BY p.event_id) AS events FROM accounts a "
             + "LEFT JOIN payments p ON p.account_id = a.id WHERE a.balance <> 0 OR p.id IS NOT NULL GROUP BY a.id ORDER BY a.id")
