@@ -3,12 +3,15 @@ package dev.idem.examples;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.r2dbc.spi.ConnectionFactories;
+import io.r2dbc.spi.ConnectionFactoryOptions;
 import java.io.IOException;
 import org.junit.jupiter.api.Test;
 
 /**
  * A failure to start the embedded PostgreSQL, whatever its kind, reaches the user with the hint
- * to pass {@code --postgres=...} instead.
+ * to pass {@code --postgres=...} instead; a multi-host failover URL passes through
+ * {@code --postgres} whole.
  */
 class DemoEnvironmentTests {
 
@@ -61,5 +64,18 @@ class DemoEnvironmentTests {
   @Test
   void aStartedServerIsReturned() {
     assertThat(DemoEnvironment.startEmbedded(() -> "started")).isEqualTo("started");
+  }
+
+  @Test
+  void aMultiHostFailoverUrlPassesThroughThePostgresFlagWholeAndTheDriverTakesIt() {
+    // docs/operating.md, "PostgreSQL high availability": the URL that follows the primary through a switch.
+    String url = "r2dbc:postgresql:failover://app@db1:5432,db2:5433/payments?targetServerType=primary";
+
+    assertThat(DemoEnvironment.fromArgs("--postgres=" + url, "--events=100").postgresUrl()).isEqualTo(url);
+    ConnectionFactoryOptions options = ConnectionFactoryOptions.parse(url);
+    assertThat(options.getValue(ConnectionFactoryOptions.PROTOCOL)).isEqualTo("failover");
+    assertThat(options.getValue(ConnectionFactoryOptions.HOST)).isEqualTo("db1:5432,db2:5433");
+    assertThat(options.getValue(ConnectionFactoryOptions.DATABASE)).isEqualTo("payments");
+    assertThat(ConnectionFactories.get(url).getMetadata().getName()).isEqualTo("PostgreSQL");
   }
 }

@@ -153,8 +153,29 @@ final class Formation {
    * @return the multi-host URL
    */
   String failoverUrl() {
-    return "r2dbc:postgresql:failover://postgres@127.0.0.1:" + ports.get("node1") + ",127.0.0.1:" + ports.get("node2") + "/" + DATABASE
+    return failoverUrl("node1");
+  }
+
+  /**
+   * The multi-host URL with {@code first} listed first: when it is the standby, only
+   * {@code targetServerType=primary} keeps the driver off it.
+   *
+   * @param first {@code node1} or {@code node2}
+   * @return the multi-host URL
+   */
+  String failoverUrl(String first) {
+    return "r2dbc:postgresql:failover://postgres@127.0.0.1:" + ports.get(first) + ",127.0.0.1:" + ports.get(other(first)) + "/" + DATABASE
         + "?targetServerType=primary";
+  }
+
+  /**
+   * A node's port.
+   *
+   * @param node {@code node1} or {@code node2}
+   * @return its PostgreSQL port
+   */
+  int port(String node) {
+    return ports.get(node);
   }
 
   /**

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.idem.Delivery;
 import dev.idem.IdempotentConsumer;
+import dev.idem.failover.Endpoint.Broker;
 import dev.idem.postgres.PostgresConnections;
 import dev.idem.postgres.PostgresInbox;
 import dev.idem.testing.PostgresService;
@@ -16,20 +17,25 @@ import org.junit.jupiter.api.MethodOrderer;
 import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestMethodOrder;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
 /**
- * Idem's contract through primary switches of a real pg_auto_failover formation ({@link Formation}),
- * with RabbitMQ messages flowing to three consumers at once (a per-message handler and a batch
- * handler with default batching, and one transaction per message), each on a pool over the
- * multi-host URL {@code r2dbc:postgresql:failover://...?targetServerType=primary}. After each
- * switch: every message settled, each id applied exactly once on the new primary, every
- * acknowledged id there, only the poison messages dead-lettered (a failover error never spends a
- * message's attempts), nothing left on the queues. The time from the switch to the first commit
- * on the new primary is printed, and each consumer logs the outage at WARN once. Last, the WARN
- * a consumer logs at start when the primary's standbys are all asynchronous.
+ * Idem's contract through primary switches of a real pg_auto_failover formation ({@link Formation},
+ * one for the whole JVM), on each broker (RabbitMQ, Kafka: the switch tests are parameterised by
+ * {@link Broker}), with messages flowing to three consumers at once (a per-message {@code Handler}
+ * and a {@code BatchHandler} with default batching, and a {@code Handler} with one transaction per
+ * message), each on a pool over the multi-host URL
+ * {@code r2dbc:postgresql:failover://...?targetServerType=primary}. After each switch: every
+ * message settled, each id applied exactly once on the new primary, every acknowledged id there,
+ * only the poison messages dead-lettered (a failover error never spends a message's attempts),
+ * nothing left for the consumer (RabbitMQ: the queues are empty; Kafka: the offsets are committed
+ * to the end of every partition). The time from the switch to the first commit on the new primary
+ * is printed, and each consumer logs the outage at WARN once. Last, the WARN a consumer logs at
+ * start when the primary's standbys are all asynchronous.
  */
 @TestMethodOrder(MethodOrderer.OrderAnnotation.class)
 class PostgresFailoverIntegrationTests {
@@ -41,10 +47,11 @@ class PostgresFailoverIntegrationTests {
     formation.awaitHealthy();
   }
 
-  @Test
+  @ParameterizedTest(name = "{0}")
+  @EnumSource(Broker.class)
   @Order(1)
-  void aPlannedSwitchLosesNothingAndAppliesNothingTwice() throws Exception {
-    try (LogCapture logs = LogCapture.of(IdempotentConsumer.class); SwitchWorkload workload = new SwitchWorkload(formation)) {
+  void aPlannedSwitchLosesNothingAndAppliesNothingTwice(Broker broker) throws Exception {
+    try (LogCapture logs = LogCapture.of(IdempotentConsumer.class); SwitchWorkload workload = new SwitchWorkload(formation, broker)) {
       workload.start();
       workload.awaitProcessedSince(0, 200, "messages flowing before the switch");
       String oldPrimary = formation.primary();
@@ -60,10 +67,11 @@ class PostgresFailoverIntegrationTests {
     }
   }
 
-  @Test
+  @ParameterizedTest(name = "{0}")
+  @EnumSource(Broker.class)
   @Order(2)
-  void aCrashOfThePrimaryLosesNothingAndAppliesNothingTwiceAndItRejoinsAsStandby() throws Exception {
-    try (LogCapture logs = LogCapture.of(IdempotentConsumer.class); SwitchWorkload workload = new SwitchWorkload(formation)) {
+  void aCrashOfThePrimaryLosesNothingAndAppliesNothingTwiceAndItRejoinsAsStandby(Broker broker) throws Exception {
+    try (LogCapture logs = LogCapture.of(IdempotentConsumer.class); SwitchWorkload workload = new SwitchWorkload(formation, broker)) {
       workload.start();
       workload.awaitProcessedSince(0, 200, "messages flowing before the crash");
       String oldPrimary = formation.primary();
@@ -121,8 +129,8 @@ class PostgresFailoverIntegrationTests {
   /** An outage is logged once per consumer, not once per message in flight (the other messages log at DEBUG). */
   private static void assertOneOutageWarningPerConsumer(SwitchWorkload workload, LogCapture logs) {
     for (SwitchWorkload.Lane lane : workload.lanes) {
-      assertThat(logs.warnings("Consumer '" + lane.queue + "'", "infrastructure unavailable"))
-          .as(lane.style + ": WARNs for the outage").hasSize(1);
+      assertThat(logs.warnings("Consumer '" + lane.name + "'", "infrastructure unavailable"))
+          .as(lane.label() + ": WARNs for the outage").hasSize(1);
     }
   }
 

@@ -11,14 +11,9 @@ import dev.idem.NonRetryableException;
 import dev.idem.Outcome;
 import dev.idem.postgres.PostgresConnections;
 import dev.idem.postgres.PostgresInbox;
-import dev.idem.rabbit.PayloadDecoder;
-import dev.idem.rabbit.RabbitSource;
-import dev.idem.rabbit.RabbitSourceOptions;
-import dev.idem.rabbit.RabbitTopology;
-import dev.idem.rabbit.testing.RabbitService;
+import dev.idem.failover.Endpoint.Broker;
 import dev.idem.testing.PostgresService;
 import io.r2dbc.pool.ConnectionPool;
-import java.io.IOException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -35,11 +30,11 @@ import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Schedulers;
 
 /**
- * Messages flowing through a primary switch: one RabbitMQ queue per consumer style (a per-message
- * {@link Handler} with default batching, a {@link BatchHandler} with default batching, and a
- * {@link Handler} with one transaction per message), each consumer on its own pool over the
- * formation's multi-host URL, its own inbox and business table. A publisher sends a steady stream
- * with repeated ids and a few poison messages until {@link #stopPublishing()}.
+ * Messages flowing through a primary switch: on one broker (RabbitMQ or Kafka), one queue or topic
+ * per consumer style (a per-message {@link Handler} with default batching, a {@link BatchHandler}
+ * with default batching, and a {@link Handler} with one transaction per message), each consumer on
+ * its own pool over the formation's multi-host URL, its own inbox and business table. A publisher
+ * sends a steady stream with repeated ids and a few poison messages until {@link #stopPublishing()}.
  */
 final class SwitchWorkload implements AutoCloseable {
 
@@ -49,21 +44,22 @@ final class SwitchWorkload implements AutoCloseable {
   private static final int PER_TICK = 2;
   private static final Duration TICK = Duration.ofMillis(25);
 
-  final RabbitService rabbit = RabbitService.get();
+  final Broker broker;
   final Formation formation;
   final List<Lane> lanes = new ArrayList<>();
   private final AtomicLong sequence = new AtomicLong();
   private Disposable publisher;
   private boolean stopped;
 
-  /** One consumer style's queue, tables, pool, consumer and what it settled. */
+  /** One consumer style's queue or topic, tables, pool, consumer and what it settled. */
   final class Lane {
     final Style style;
-    final String queue = PostgresService.uniqueName("failover");
+    /** The consumer's name, also its queue's or topic's. */
+    final String name = PostgresService.uniqueName("failover");
     final String effects = PostgresService.uniqueName("failover_effects");
     final PostgresInbox inbox;
     final ConnectionPool pool;
-    final RabbitSource<String> source;
+    final Endpoint endpoint;
     /** Published deliveries per id (repeats count twice). */
     final ConcurrentHashMap<String, AtomicInteger> published = new ConcurrentHashMap<>();
     final Set<String> poison = ConcurrentHashMap.newKeySet();
@@ -72,19 +68,21 @@ final class SwitchWorkload implements AutoCloseable {
     final ConcurrentLinkedQueue<Long> processedAt = new ConcurrentLinkedQueue<>();
     Disposable running;
 
-    Lane(Style style) throws IOException {
+    Lane(Style style) {
       this.style = style;
       this.pool = PostgresConnections.pool(formation.failoverUrl(), 8);
       this.inbox = PostgresInbox.create(pool, PostgresService.uniqueName("failover_inbox"));
-      RabbitTopology.declare(rabbit.admin(), queue, RabbitTopology.QueueType.CLASSIC);
       Formation.query(formation.failoverUrl(), "CREATE TABLE " + effects + " (message_id text NOT NULL, body text NOT NULL)");
       inbox.createSchemaIfAbsent().block(Duration.ofSeconds(30));
-      this.source = RabbitSource.create(RabbitSourceOptions.builder(queue).uri(rabbit.uri())
-          .connectionName(PostgresService.uniqueName("idem-failover")).build(), PayloadDecoder.utf8());
+      this.endpoint = broker.open(name);
+    }
+
+    String label() {
+      return broker + " " + style;
     }
 
     void start() {
-      IdempotentConsumer.Builder<String> builder = IdempotentConsumer.<String>named(queue).inbox(inbox).concurrency(8);
+      IdempotentConsumer.Builder<String> builder = IdempotentConsumer.<String>named(name).inbox(inbox).concurrency(8);
       String insert = "INSERT INTO " + effects + " (message_id, body) VALUES ($1, $2)";
       switch (style) {
         case HANDLER_BATCHED -> builder.handler(handler(insert));
@@ -92,12 +90,12 @@ final class SwitchWorkload implements AutoCloseable {
         case BATCH_HANDLER -> builder.batchHandler(batchHandler());
       }
       IdempotentConsumer<String> consumer = builder.build();
-      running = source.receive().transform(consumer::process).subscribe(o -> {
+      running = endpoint.receive().transform(consumer::process).subscribe(o -> {
         outcomes.add(o);
         if (o.status() == Outcome.Status.PROCESSED) {
           processedAt.add(System.nanoTime());
         }
-      }, e -> System.err.println(style + " pipeline failed: " + e));
+      }, e -> System.err.println(label() + " pipeline failed: " + e));
     }
 
     private Handler<String> handler(String insert) {
@@ -132,9 +130,11 @@ final class SwitchWorkload implements AutoCloseable {
 
     /**
      * Everything published is settled; each non-poison id has exactly one effect row on the
-     * current primary, every acknowledged id among them; only the poison messages are dead-lettered.
+     * current primary, every acknowledged id among them; only the poison messages are dead-lettered;
+     * the broker holds nothing unsettled ({@link Endpoint#assertSettled}).
      */
     void assertExactlyOnce() {
+      String style = label();
       Awaitility.await(style + ": every published message settled").atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(200))
           .until(() -> outcomes.size() >= publishedCount());
       Set<String> ids = new HashSet<>(published.keySet());
@@ -161,24 +161,24 @@ final class SwitchWorkload implements AutoCloseable {
             assertThat(o.deadLetter().reason()).isEqualTo(DeadLetterReason.NON_RETRYABLE_ERROR);
           });
       assertThat(deadLettered.stream().map(Outcome::messageId).distinct().count()).isEqualTo(poison.size());
-      assertThat(rabbit.messageCount(queue)).as(style + ": messages left on the queue").isZero();
+      endpoint.assertSettled(style, poison);
     }
 
-    void close() throws IOException {
+    void close() {
       if (running != null) {
         running.dispose();
       }
-      source.close();
       try {
-        RabbitTopology.delete(rabbit.admin(), queue);
+        endpoint.close();
       } finally {
         pool.dispose();
       }
     }
   }
 
-  SwitchWorkload(Formation formation) throws IOException {
+  SwitchWorkload(Formation formation, Broker broker) {
     this.formation = formation;
+    this.broker = broker;
     for (Style style : Style.values()) {
       lanes.add(new Lane(style));
     }
@@ -199,19 +199,19 @@ final class SwitchWorkload implements AutoCloseable {
       boolean poison = n % 400 == 0;
       String id = "m-" + n;
       String body = (poison ? "poison-" : "payment-") + n;
-      List<RabbitService.Message> batch = new ArrayList<>();
-      batch.add(RabbitService.message(id, body));
+      List<Endpoint.Message> batch = new ArrayList<>();
+      batch.add(new Endpoint.Message(id, "account-" + n % 16, body));
       if (n % 10 == 0 && n > 5) {
-        batch.add(RabbitService.message("m-" + (n - 5), "payment-" + (n - 5)));
+        batch.add(new Endpoint.Message("m-" + (n - 5), "account-" + (n - 5) % 16, "payment-" + (n - 5)));
       }
       for (Lane lane : lanes) {
         if (poison) {
           lane.poison.add(id);
         }
-        for (RabbitService.Message m : batch) {
-          lane.published.computeIfAbsent(m.messageId(), k -> new AtomicInteger()).incrementAndGet();
+        for (Endpoint.Message m : batch) {
+          lane.published.computeIfAbsent(m.id(), k -> new AtomicInteger()).incrementAndGet();
         }
-        rabbit.publish(lane.queue, batch);
+        lane.endpoint.publish(batch);
       }
     }
   }
@@ -238,7 +238,8 @@ final class SwitchWorkload implements AutoCloseable {
 
   /** Prints the time from a switch's trigger to the first commit on the new primary, per consumer style. */
   void report(String what, long triggeredAt, long newPrimaryAt) {
-    StringBuilder b = new StringBuilder(what).append(String.format(": new primary writable %.2f s after the trigger", (newPrimaryAt - triggeredAt) / 1e9));
+    StringBuilder b = new StringBuilder(broker + ", " + what)
+        .append(String.format(": new primary writable %.2f s after the trigger", (newPrimaryAt - triggeredAt) / 1e9));
     for (Lane lane : lanes) {
       long first = lane.firstProcessedAfter(newPrimaryAt);
       b.append(String.format("; %s first commit %.2f s after the trigger (%.2f s after the new primary)", lane.style,
@@ -248,7 +249,7 @@ final class SwitchWorkload implements AutoCloseable {
   }
 
   @Override
-  public void close() throws IOException {
+  public void close() {
     stopPublishing();
     for (Lane lane : lanes) {
       lane.close();
