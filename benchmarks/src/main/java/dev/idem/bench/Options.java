@@ -47,6 +47,8 @@ final class Options {
       {"stallSeconds", "a row that settles nothing for this long fails (default 120)"},
       {"seed", "random seed of the workload (default 42)"},
       {"profile", "true: print each row's CPU time per thread group to standard error"},
+      {"idem.groupCommit", "false: Idem's rows start a batch without waiting for a commit in flight (group commit off, for an A/B comparison; "
+          + "default on)"},
   };
 
   final String mode;

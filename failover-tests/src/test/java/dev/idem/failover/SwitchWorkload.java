@@ -16,13 +16,17 @@ import dev.idem.testing.PostgresService;
 import io.r2dbc.pool.ConnectionPool;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.stream.Collectors;
 import org.awaitility.Awaitility;
 import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
@@ -135,14 +139,16 @@ final class SwitchWorkload implements AutoCloseable {
      */
     void assertExactlyOnce() {
       String style = label();
+      // Per id, not in total: a redelivery's second outcome must not stand in for another message's missing one.
       Awaitility.await(style + ": every published message settled").atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(200))
-          .until(() -> outcomes.size() >= publishedCount());
+          .untilAsserted(() -> assertThat(unsettled()).as(style + ": ids with fewer outcomes than deliveries").isEmpty());
       Set<String> ids = new HashSet<>(published.keySet());
       ids.removeAll(poison);
       String rows = Formation.query(formation.failoverUrl(), "SELECT count(*) || ':' || count(DISTINCT message_id) FROM " + effects);
-      assertThat(rows).as(style + ": effect rows : distinct ids on the new primary").isEqualTo(ids.size() + ":" + ids.size());
       String all = Formation.query(formation.failoverUrl(), "SELECT coalesce(string_agg(message_id, ','), '') FROM " + effects);
       Set<String> applied = new HashSet<>(List.of(all.split(",")));
+      assertThat(rows).as(style + ": effect rows : distinct ids on the new primary (" + divergence(ids, applied) + ")")
+          .isEqualTo(ids.size() + ":" + ids.size());
       Set<String> acked = new HashSet<>();
       List<Outcome<String>> deadLettered = new ArrayList<>();
       for (Outcome<String> o : outcomes) {
@@ -154,7 +160,7 @@ final class SwitchWorkload implements AutoCloseable {
       }
       assertThat(applied).as(style + ": acknowledged ids missing on the new primary").containsAll(acked);
       assertThat(applied).as(style + ": applied ids").isEqualTo(ids);
-      assertThat(outcomes).as(style + ": one outcome per delivery").hasSize(publishedCount());
+      assertThat(outcomes).as(style + ": one outcome per delivery (" + divergence(ids, applied) + ")").hasSize(publishedCount());
       assertThat(deadLettered).as(style + ": dead letters (only the poison messages, never a failover error)")
           .allSatisfy(o -> {
             assertThat(poison).contains(o.messageId());
@@ -162,6 +168,30 @@ final class SwitchWorkload implements AutoCloseable {
           });
       assertThat(deadLettered.stream().map(Outcome::messageId).distinct().count()).isEqualTo(poison.size());
       endpoint.assertSettled(style, poison);
+    }
+
+    /** The ids with fewer outcomes than deliveries published. */
+    List<String> unsettled() {
+      Map<String, Long> settled = outcomeCounts();
+      return published.entrySet().stream().filter(e -> settled.getOrDefault(e.getKey(), 0L) < e.getValue().get())
+          .map(Map.Entry::getKey).sorted().toList();
+    }
+
+    private Map<String, Long> outcomeCounts() {
+      return outcomes.stream().collect(Collectors.groupingBy(o -> String.valueOf(o.messageId()), Collectors.counting()));
+    }
+
+    /** What a failed check needs: the ids applied and not, their outcomes, and outcomes beyond the deliveries. */
+    private String divergence(Set<String> expected, Set<String> applied) {
+      Map<String, List<Outcome.Status>> statuses = new TreeMap<>();
+      outcomes.forEach(o -> statuses.computeIfAbsent(String.valueOf(o.messageId()), k -> new ArrayList<>()).add(o.status()));
+      List<String> missing = expected.stream().filter(id -> !applied.contains(id)).sorted(NUMERIC).toList();
+      List<String> extra = statuses.entrySet().stream()
+          .filter(e -> e.getValue().size() > published.getOrDefault(e.getKey(), new AtomicInteger()).get())
+          .map(e -> e.getKey() + "=" + e.getValue()).toList();
+      return "not applied: " + missing.size() + " " + abbreviate(missing.stream().map(id -> id + "=" + statuses.get(id)).toList())
+          + "; outcomes beyond the deliveries: " + extra.size() + " " + abbreviate(extra)
+          + "; applied but never published: " + applied.stream().filter(id -> !expected.contains(id) && !id.isEmpty()).count();
     }
 
     void close() {
@@ -246,6 +276,13 @@ final class SwitchWorkload implements AutoCloseable {
           (first - triggeredAt) / 1e9, (first - newPrimaryAt) / 1e9));
     }
     System.out.println(b);
+  }
+
+  /** Ids in publishing order ("m-12" before "m-100"). */
+  private static final Comparator<String> NUMERIC = Comparator.comparingLong(id -> Long.parseLong(id.substring(2)));
+
+  private static String abbreviate(List<String> items) {
+    return items.size() <= 40 ? items.toString() : items.subList(0, 20) + " ... " + items.subList(items.size() - 20, items.size());
   }
 
   @Override
