@@ -68,6 +68,9 @@ interface Endpoint extends AutoCloseable {
    */
   void assertSettled(String what, Set<String> deadLettered);
 
+  /** What the broker holds now, for a failed check's message (RabbitMQ: the queue's depth; Kafka: offsets per partition). */
+  String describe();
+
   @Override
   void close();
 
@@ -103,6 +106,11 @@ interface Endpoint extends AutoCloseable {
       assertThat(rabbit.messageCount(queue)).as(what + ": messages left on the queue").isZero();
       List<String> dead = rabbit.drain(RabbitTopology.deadLetterQueue(queue)).stream().map(r -> r.getProps().getMessageId()).toList();
       assertThat(dead).as(what + ": the dead-letter queue").hasSize(deadLettered.size()).containsExactlyInAnyOrderElementsOf(deadLettered);
+    }
+
+    @Override
+    public String describe() {
+      return "messages on the queue: " + rabbit.messageCount(queue);
     }
 
     @Override
@@ -178,6 +186,15 @@ interface Endpoint extends AutoCloseable {
         dead.add(id == null ? null : new String(id.value(), StandardCharsets.UTF_8));
       }
       assertThat(dead).as(what + ": the dead-letter topic").hasSize(deadLettered.size()).containsExactlyInAnyOrderElementsOf(deadLettered);
+    }
+
+    @Override
+    public String describe() {
+      try {
+        return "committed offsets " + kafka.committedOffsets(group, topic) + ", end offsets " + kafka.endOffsets(topic);
+      } catch (RuntimeException e) {
+        return "offsets unreadable: " + e;
+      }
     }
 
     @Override

@@ -141,7 +141,8 @@ final class SwitchWorkload implements AutoCloseable {
       String style = label();
       // Per id, not in total: a redelivery's second outcome must not stand in for another message's missing one.
       Awaitility.await(style + ": every published message settled").atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(200))
-          .untilAsserted(() -> assertThat(unsettled()).as(style + ": ids with fewer outcomes than deliveries").isEmpty());
+          .untilAsserted(() -> assertThat(unsettled()).as(() -> style + ": ids with fewer outcomes than deliveries (" + endpoint.describe() + ")")
+              .isEmpty());
       Set<String> ids = new HashSet<>(published.keySet());
       ids.removeAll(poison);
       String rows = Formation.query(formation.failoverUrl(), "SELECT count(*) || ':' || count(DISTINCT message_id) FROM " + effects);
@@ -189,9 +190,13 @@ final class SwitchWorkload implements AutoCloseable {
       List<String> extra = statuses.entrySet().stream()
           .filter(e -> e.getValue().size() > published.getOrDefault(e.getKey(), new AtomicInteger()).get())
           .map(e -> e.getKey() + "=" + e.getValue()).toList();
+      Map<String, Long> missingByKey = missing.stream()
+          .collect(Collectors.groupingBy(id -> "account-" + Long.parseLong(id.substring(2)) % 16, TreeMap::new, Collectors.counting()));
       return "not applied: " + missing.size() + " " + abbreviate(missing.stream().map(id -> id + "=" + statuses.get(id)).toList())
+          + " by key " + missingByKey
           + "; outcomes beyond the deliveries: " + extra.size() + " " + abbreviate(extra)
-          + "; applied but never published: " + applied.stream().filter(id -> !expected.contains(id) && !id.isEmpty()).count();
+          + "; applied but never published: " + applied.stream().filter(id -> !expected.contains(id) && !id.isEmpty()).count()
+          + "; " + endpoint.describe();
     }
 
     void close() {
