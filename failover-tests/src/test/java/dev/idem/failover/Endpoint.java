@@ -21,7 +21,6 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Set;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -64,9 +63,9 @@ interface Endpoint extends AutoCloseable {
   /**
    * Once every delivery has an outcome: nothing is left for the consumer (RabbitMQ: the queue is
    * empty; Kafka: the group's committed offsets reached the end of every partition), and the
-   * dead-letter destination holds exactly {@code deadLettered}, once each.
+   * dead-letter destination holds exactly {@code deadLettered}: one copy per DEAD_LETTERED outcome.
    */
-  void assertSettled(String what, Set<String> deadLettered);
+  void assertSettled(String what, List<String> deadLettered);
 
   /** What the broker holds now, for a failed check's message (RabbitMQ: the queue's depth; Kafka: offsets per partition). */
   String describe();
@@ -102,7 +101,7 @@ interface Endpoint extends AutoCloseable {
     }
 
     @Override
-    public void assertSettled(String what, Set<String> deadLettered) {
+    public void assertSettled(String what, List<String> deadLettered) {
       assertThat(rabbit.messageCount(queue)).as(what + ": messages left on the queue").isZero();
       List<String> dead = rabbit.drain(RabbitTopology.deadLetterQueue(queue)).stream().map(r -> r.getProps().getMessageId()).toList();
       assertThat(dead).as(what + ": the dead-letter queue").hasSize(deadLettered.size()).containsExactlyInAnyOrderElementsOf(deadLettered);
@@ -175,7 +174,7 @@ interface Endpoint extends AutoCloseable {
     }
 
     @Override
-    public void assertSettled(String what, Set<String> deadLettered) {
+    public void assertSettled(String what, List<String> deadLettered) {
       Awaitility.await(what + ": offsets committed to the end of " + topic).atMost(Duration.ofSeconds(60))
           .pollInterval(Duration.ofMillis(250))
           .untilAsserted(() -> assertThat(kafka.committedOffsets(group, topic)).as(what + ": committed offsets")

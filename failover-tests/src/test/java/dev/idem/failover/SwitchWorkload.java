@@ -161,14 +161,25 @@ final class SwitchWorkload implements AutoCloseable {
       }
       assertThat(applied).as(style + ": acknowledged ids missing on the new primary").containsAll(acked);
       assertThat(applied).as(style + ": applied ids").isEqualTo(ids);
-      assertThat(outcomes).as(style + ": one outcome per delivery (" + divergence(ids, applied) + ")").hasSize(publishedCount());
+      // At most one PROCESSED outcome per id (none when a commit whose answer was lost in the switch is found on the
+      // retry). A redelivery (a Kafka consumer recreated or rebalanced, a RabbitMQ channel that closed) may add
+      // DUPLICATEs, and dead letters are at least once (docs/operating.md): the contract is one effect per id,
+      // not one outcome per delivery.
+      Map<String, List<Outcome.Status>> statuses = statusesById();
+      assertThat(statuses.entrySet()).as(style + ": ids processed more than once (" + divergence(ids, applied) + ")")
+          .filteredOn(e -> e.getValue().stream().filter(st -> st == Outcome.Status.PROCESSED).count() > 1)
+          .isEmpty();
+      int beyond = outcomes.size() - publishedCount();
+      if (beyond > 0) {
+        System.out.println(style + ": " + beyond + " outcome(s) beyond the deliveries (redeliveries: duplicates, or a dead letter again)");
+      }
       assertThat(deadLettered).as(style + ": dead letters (only the poison messages, never a failover error)")
           .allSatisfy(o -> {
             assertThat(poison).contains(o.messageId());
             assertThat(o.deadLetter().reason()).isEqualTo(DeadLetterReason.NON_RETRYABLE_ERROR);
           });
       assertThat(deadLettered.stream().map(Outcome::messageId).distinct().count()).isEqualTo(poison.size());
-      endpoint.assertSettled(style, poison);
+      endpoint.assertSettled(style, deadLettered.stream().map(Outcome::messageId).toList());
     }
 
     /** The ids with fewer outcomes than deliveries published. */
@@ -182,10 +193,15 @@ final class SwitchWorkload implements AutoCloseable {
       return outcomes.stream().collect(Collectors.groupingBy(o -> String.valueOf(o.messageId()), Collectors.counting()));
     }
 
-    /** What a failed check needs: the ids applied and not, their outcomes, and outcomes beyond the deliveries. */
-    private String divergence(Set<String> expected, Set<String> applied) {
+    private Map<String, List<Outcome.Status>> statusesById() {
       Map<String, List<Outcome.Status>> statuses = new TreeMap<>();
       outcomes.forEach(o -> statuses.computeIfAbsent(String.valueOf(o.messageId()), k -> new ArrayList<>()).add(o.status()));
+      return statuses;
+    }
+
+    /** What a failed check needs: the ids applied and not, their outcomes, and outcomes beyond the deliveries. */
+    private String divergence(Set<String> expected, Set<String> applied) {
+      Map<String, List<Outcome.Status>> statuses = statusesById();
       List<String> missing = expected.stream().filter(id -> !applied.contains(id)).sorted(NUMERIC).toList();
       List<String> extra = statuses.entrySet().stream()
           .filter(e -> e.getValue().size() > published.getOrDefault(e.getKey(), new AtomicInteger()).get())
