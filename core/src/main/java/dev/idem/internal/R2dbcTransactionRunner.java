@@ -46,7 +46,9 @@ import reactor.core.scheduler.Schedulers;
  * <p>A connection goes back to the pool only when its transaction state is known to be clean:
  * after a {@code COMMIT} or an explicit {@code ROLLBACK} that completed. On error the transaction
  * is rolled back; on cancellation (which includes the pipeline's transaction timeout) the running
- * statement is first cancelled with a PostgreSQL cancel request, then rolled back. When the
+ * statement is first cancelled with a PostgreSQL cancel request, then rolled back, except once
+ * COMMIT was sent: a COMMIT is never cancelled (a cancelled wait for synchronous replication
+ * leaves the transaction committed on the primary alone). When the
  * rollback does not complete within {@link #CLEANUP_TIMEOUT}, the physical connection is closed
  * before it is handed back, so the pool discards it on its next validation instead of lending
  * out a connection that may still be inside the old transaction. A connection whose transaction
@@ -240,6 +242,8 @@ public final class R2dbcTransactionRunner implements TransactionRunner {
     private final long acquiredAt;
     /** False from BEGIN until a COMMIT or ROLLBACK completed. */
     private volatile boolean clean = true;
+    /** Set when COMMIT is sent: from then on the transaction is never cancelled (see {@link #abandon()}). */
+    private volatile boolean committing;
     /** Set when an error said the connection cannot run another transaction (see {@link ConnectionFaults}). */
     private volatile boolean unusable;
 
@@ -269,7 +273,10 @@ public final class R2dbcTransactionRunner implements TransactionRunner {
       return body
           .map(Optional::of)
           .defaultIfEmpty(Optional.empty())
-          .flatMap(result -> Mono.from(connection.commitTransaction())
+          .flatMap(result -> Mono.defer(() -> {
+                committing = true;
+                return Mono.from(connection.commitTransaction());
+              })
               .doOnSuccess(ignored -> clean = true)
               .then(Mono.justOrEmpty(result)))
           .onErrorResume(error -> {
@@ -297,9 +304,18 @@ public final class R2dbcTransactionRunner implements TransactionRunner {
       return keep(connection, acquiredAt) ? Mono.empty() : quietly(connection.close(), "release");
     }
 
-    /** After cancellation: stop the running statement, roll back, then release. */
+    /**
+     * After cancellation: stop the running statement, roll back, then release. Once COMMIT was
+     * sent, nothing is cancelled: a cancel request that reaches a COMMIT waiting for synchronous
+     * replication ends the wait with the transaction committed on the primary alone, visible
+     * there and acknowledged by the retry as a duplicate while no standby has it. The ROLLBACK
+     * then queues behind the COMMIT on the connection, so the connection goes back only after
+     * COMMIT's answer, or is closed after {@link #CLEANUP_TIMEOUT}, which leaves the server's
+     * wait to end by itself.
+     */
     Mono<Void> abandon() {
-      return cancelRunningStatement().then(rollback()).then(Mono.defer(this::release));
+      Mono<Void> stop = committing ? Mono.empty() : cancelRunningStatement();
+      return stop.then(rollback()).then(Mono.defer(this::release));
     }
 
     /**

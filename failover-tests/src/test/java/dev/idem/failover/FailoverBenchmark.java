@@ -150,11 +150,10 @@ public final class FailoverBenchmark {
 
     Thread.sleep((warmup + before) * 1000L);
     String oldPrimary = formation.primary();
-    String newPrimaryNode = Formation.other(oldPrimary);
     long triggered = System.nanoTime();
     CompletableFuture<Long> newPrimary = CompletableFuture.supplyAsync(() -> {
       Awaitility.await().atMost(Duration.ofSeconds(120)).pollInterval(Duration.ofMillis(50))
-          .until(() -> formation.writable(newPrimaryNode));
+          .until(() -> formation.writableOtherThan(oldPrimary).isPresent());
       return System.nanoTime();
     });
     formation.performFailover();

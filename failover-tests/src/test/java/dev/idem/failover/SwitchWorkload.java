@@ -54,6 +54,10 @@ final class SwitchWorkload implements AutoCloseable {
   private final AtomicLong sequence = new AtomicLong();
   private Disposable publisher;
   private boolean stopped;
+  /** The monitor's last event before this workload, so that a failed check prints the switch's events. */
+  private final long firstEvent;
+  /** Which node answered as writable, and the monitor's states, whenever that changed (polled every 200 ms). */
+  private final Timeline timeline;
 
   /** One consumer style's queue or topic, tables, pool, consumer and what it settled. */
   final class Lane {
@@ -76,7 +80,8 @@ final class SwitchWorkload implements AutoCloseable {
       this.style = style;
       this.pool = PostgresConnections.pool(formation.failoverUrl(), 8);
       this.inbox = PostgresInbox.create(pool, PostgresService.uniqueName("failover_inbox"));
-      Formation.query(formation.failoverUrl(), "CREATE TABLE " + effects + " (message_id text NOT NULL, body text NOT NULL)");
+      Formation.query(formation.failoverUrl(), "CREATE TABLE " + effects + " (message_id text NOT NULL, body text NOT NULL,"
+          + " server_port int NOT NULL DEFAULT inet_server_port(), committed_at timestamptz NOT NULL DEFAULT clock_timestamp())");
       inbox.createSchemaIfAbsent().block(Duration.ofSeconds(30));
       this.endpoint = broker.open(name);
     }
@@ -212,7 +217,28 @@ final class SwitchWorkload implements AutoCloseable {
           + " by key " + missingByKey
           + "; outcomes beyond the deliveries: " + extra.size() + " " + abbreviate(extra)
           + "; applied but never published: " + applied.stream().filter(id -> !expected.contains(id) && !id.isEmpty()).count()
-          + "; " + endpoint.describe();
+          + "; " + endpoint.describe()
+          + "; rows by the server that wrote them: " + rowsByServer()
+          + "\nnodes as the test saw them:\n" + timeline
+          + "\nthe monitor's events:\n" + formation.eventsSince(firstEvent);
+    }
+
+    /** On each node that answers: its rows per port that wrote them, with the first and last id and time. */
+    private String rowsByServer() {
+      StringBuilder b = new StringBuilder();
+      for (String node : Formation.NODES) {
+        String rows;
+        try {
+          rows = Formation.query(formation.nodeUrl(node), "SELECT string_agg(server_port || ': ' || n || ' rows, m-' || lo || '..m-' || hi"
+              + " || ' at ' || t0 || '..' || t1, '; ') FROM (SELECT server_port, count(*) n, min(substr(message_id, 3)::int) lo,"
+              + " max(substr(message_id, 3)::int) hi, to_char(min(committed_at), 'HH24:MI:SS.MS') t0,"
+              + " to_char(max(committed_at), 'HH24:MI:SS.MS') t1 FROM " + effects + " GROUP BY server_port) s");
+        } catch (RuntimeException e) {
+          rows = "unreachable (" + e.getMessage() + ")";
+        }
+        b.append(node).append(" :").append(formation.port(node)).append(" holds {").append(rows).append("} ");
+      }
+      return b.toString();
     }
 
     void close() {
@@ -230,6 +256,8 @@ final class SwitchWorkload implements AutoCloseable {
   SwitchWorkload(Formation formation, Broker broker) {
     this.formation = formation;
     this.broker = broker;
+    this.firstEvent = formation.lastEventId();
+    this.timeline = new Timeline(formation);
     for (Style style : Style.values()) {
       lanes.add(new Lane(style));
     }
@@ -297,6 +325,7 @@ final class SwitchWorkload implements AutoCloseable {
           (first - triggeredAt) / 1e9, (first - newPrimaryAt) / 1e9));
     }
     System.out.println(b);
+    System.out.println("nodes as the test saw them:\n" + timeline);
   }
 
   /** Ids in publishing order ("m-12" before "m-100"). */
@@ -308,6 +337,7 @@ final class SwitchWorkload implements AutoCloseable {
 
   @Override
   public void close() {
+    timeline.close();
     stopPublishing();
     for (Lane lane : lanes) {
       lane.close();
