@@ -259,12 +259,7 @@ final class Formation {
           throw e;
         }
         System.out.println("pg_autoctl perform failover refused (attempt " + attempt + "), asking again in 5 s: " + e.getMessage());
-        try {
-          Thread.sleep(5000);
-        } catch (InterruptedException interrupted) {
-          Thread.currentThread().interrupt();
-          throw e;
-        }
+        Awaitility.await("the pause before asking again").pollDelay(Duration.ofSeconds(5)).atMost(Duration.ofSeconds(10)).until(() -> true);
       }
     }
   }

@@ -189,13 +189,9 @@ final class SwitchWorkload implements AutoCloseable {
 
     /** The ids with fewer outcomes than deliveries published. */
     List<String> unsettled() {
-      Map<String, Long> settled = outcomeCounts();
-      return published.entrySet().stream().filter(e -> settled.getOrDefault(e.getKey(), 0L) < e.getValue().get())
+      Map<String, List<Outcome.Status>> settled = statusesById();
+      return published.entrySet().stream().filter(e -> settled.getOrDefault(e.getKey(), List.of()).size() < e.getValue().get())
           .map(Map.Entry::getKey).sorted().toList();
-    }
-
-    private Map<String, Long> outcomeCounts() {
-      return outcomes.stream().collect(Collectors.groupingBy(o -> String.valueOf(o.messageId()), Collectors.counting()));
     }
 
     private Map<String, List<Outcome.Status>> statusesById() {
