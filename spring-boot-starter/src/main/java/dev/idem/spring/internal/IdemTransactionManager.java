@@ -76,6 +76,9 @@ public final class IdemTransactionManager extends R2dbcTransactionManager {
         return Mono.error(new R2dbcRollbackException("The transaction was marked rollback-only by a participating transaction "
             + "(for example a @Transactional method that failed inside the handler); it is rolled back, not committed"));
       }
+      if (attempt != null) {
+        attempt.committing();
+      }
       return super.doCommit(synchronizationManager, status).doOnSuccess(ignored -> {
         if (attempt != null) {
           attempt.committedCleanly();
@@ -92,7 +95,9 @@ public final class IdemTransactionManager extends R2dbcTransactionManager {
       if (connection == null) {
         return super.doRollback(synchronizationManager, status);
       }
-      Mono<Void> cancel = attempt.isCancelled() ? cancelRunningStatement(connection) : Mono.empty();
+      // Never a cancel request once COMMIT was sent: it would end a wait for synchronous replication with the
+      // transaction committed on the primary alone (R2dbcTransactionRunner does the same).
+      Mono<Void> cancel = attempt.isCancelled() && !attempt.isCommitting() ? cancelRunningStatement(connection) : Mono.empty();
       return cancel.then(Flux.from(connection.createStatement("ROLLBACK").execute())
               .concatMap(result -> result.getRowsUpdated())
               .then())

@@ -12,6 +12,8 @@ public final class TransactionAttempt {
   /** False from BEGIN until a COMMIT or ROLLBACK completed. */
   private volatile boolean clean = true;
   private volatile boolean committed;
+  /** Set when COMMIT is sent: from then on no cancel request is sent (see {@link IdemTransactionManager}). */
+  private volatile boolean committing;
   private volatile boolean cancelled;
   private volatile Throwable workError;
 
@@ -21,6 +23,14 @@ public final class TransactionAttempt {
   void begun(Connection connection) {
     this.connection = connection;
     this.clean = false;
+  }
+
+  void committing() {
+    this.committing = true;
+  }
+
+  boolean isCommitting() {
+    return committing;
   }
 
   void committedCleanly() {
