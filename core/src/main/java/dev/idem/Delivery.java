@@ -106,6 +106,20 @@ public interface Delivery<T> {
   }
 
   /**
+   * The most order the source keeps among its messages. A queue or a partition hands messages
+   * over in order ({@link Ordering#BY_KEY}, the default), so {@link Ordering#BY_KEY} and
+   * {@link Ordering#BY_PARTITION} can keep it. A source whose broker hands one partition's messages
+   * to several consumers at once (a Kafka share group) keeps none and says
+   * {@link Ordering#UNORDERED}: a consumer that asks for an order then fails at its first message
+   * with an {@link IllegalArgumentException} saying so, rather than promise an order nobody keeps.
+   *
+   * @return {@link Ordering#BY_KEY} by default
+   */
+  default Ordering sourceOrdering() {
+    return Ordering.BY_KEY;
+  }
+
+  /**
    * Where the message sits in the broker, with the keys of {@link MessageMetadata} (for example
    * {@value MessageMetadata#KAFKA_TOPIC}, {@value MessageMetadata#KAFKA_PARTITION},
    * {@value MessageMetadata#KAFKA_OFFSET}, or {@value MessageMetadata#RABBITMQ_EXCHANGE} and

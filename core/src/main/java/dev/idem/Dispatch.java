@@ -54,11 +54,12 @@ final class Dispatch<T> {
       metrics.batch(formed.size());
       return path.apply(formed, lane);
     };
+    Flux<Delivery<T>> checked = ordering == Ordering.UNORDERED ? received : received.doOnNext(this::requireSourceOrder);
     // The merge's demand alone bounds the messages buffered and in flight to the prefetch.
     return Flux.using(
         () -> new BatchLanes<Delivery<T>, Outcome<T>>(concurrency, maxBatchSize, batching ? batchMaxWait : Duration.ZERO,
             d -> ordering == Ordering.UNORDERED ? null : laneKey(d), run, Outcome::delivery, metrics::abandoned, groupCommit()),
-        lanes -> BoundedMerge.merge(received, lanes::submit, prefetch),
+        lanes -> BoundedMerge.merge(checked, lanes::submit, prefetch),
         BatchLanes::dispose);
   }
 
@@ -70,6 +71,15 @@ final class Dispatch<T> {
   private GroupCommit groupCommit() {
     int fill = Math.min(maxBatchSize, Math.max(2, prefetch / concurrency));
     return maxBatchSize > 1 && !"false".equals(System.getProperty(GROUP_COMMIT_PROPERTY)) ? GroupCommit.startingAt(fill) : GroupCommit.OFF;
+  }
+
+  /** Refuses an order the source cannot keep (see {@link Delivery#sourceOrdering()}); the stream fails, nothing is settled. */
+  private void requireSourceOrder(Delivery<T> delivery) {
+    if (delivery.sourceOrdering() == Ordering.UNORDERED) {
+      throw new IllegalArgumentException("this consumer keeps messages in " + ordering + " order, but its source keeps no order"
+          + " (" + delivery.partition() + " hands its messages to several consumers at once, as a Kafka share group does):"
+          + " build the consumer with ordering(Ordering.UNORDERED)");
+    }
   }
 
   private String laneKey(Delivery<T> delivery) {

@@ -2,10 +2,14 @@ package dev.idem.docs;
 
 import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.ConnectionFactory;
+import dev.idem.Handler;
 import dev.idem.IdempotentConsumer;
+import dev.idem.Ordering;
+import dev.idem.Outcome;
 import dev.idem.kafka.DeadLetterRecord;
 import dev.idem.kafka.KafkaDeadLetterReplayer;
 import dev.idem.kafka.KafkaRedeliveryHorizon;
+import dev.idem.kafka.KafkaShareSource;
 import dev.idem.kafka.KafkaSource;
 import dev.idem.kafka.KafkaSourceOptions;
 import dev.idem.outbox.PostgresOutbox;
@@ -21,6 +25,7 @@ import dev.idem.retention.Retention;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.r2dbc.pool.ConnectionPool;
 import java.time.Duration;
+import reactor.core.publisher.Flux;
 
 /**
  * Snippets of docs/kafka.md, docs/rabbitmq.md, docs/retention.md and docs/operating.md that belong
@@ -65,6 +70,21 @@ final class AdapterSnippets {
         .build());
     // end::kafka-source[]
     return source;
+  }
+
+  static Flux<Outcome<Payment>> kafkaShareGroup(PostgresInbox inbox, Handler<Payment> handler) {
+    // tag::kafka-share-source[]
+    KafkaShareSource<Payment> source = KafkaShareSource.create(KafkaSourceOptions.<Payment>builder()
+        .bootstrapServers("localhost:9092").groupId("payments-queue").topics("payments")
+        .valueDeserializer(new Payment.KafkaDeserializer())
+        .build(), 2);                                 // two share consumers in this process
+    IdempotentConsumer<Payment> payments = IdempotentConsumer.<Payment>named("payments")
+        .inbox(inbox).handler(handler)
+        .ordering(Ordering.UNORDERED)                 // a share group keeps no order
+        .build();
+    Flux<Outcome<Payment>> outcomes = payments.process(source.receive());
+    // end::kafka-share-source[]
+    return outcomes;
   }
 
   static RabbitSource<String> rabbit() throws Exception {

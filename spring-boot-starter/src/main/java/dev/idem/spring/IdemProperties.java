@@ -611,6 +611,7 @@ public class IdemProperties {
     private String messageIdHeader;
     private Map<String, String> properties = new LinkedHashMap<>();
     private KafkaEngineType engine;
+    private Integer shareConsumers;
     // RabbitMQ
     private String uri;
     private String queue;
@@ -622,8 +623,8 @@ public class IdemProperties {
     public Source() {}
 
     /**
-     * The broker: {@code kafka} (needs {@code idem-kafka}) or {@code rabbitmq} (needs
-     * {@code idem-rabbit}). Required.
+     * The broker: {@code kafka} (a consumer group), {@code kafka-share} (a share group; both need
+     * {@code idem-kafka}) or {@code rabbitmq} (needs {@code idem-rabbit}). Required.
      *
      * @return the type
      */
@@ -793,6 +794,25 @@ public class IdemProperties {
     }
 
     /**
+     * Kafka share groups ({@code type: kafka-share}): the share consumers each instance runs.
+     * Default 1.
+     *
+     * @return the count, {@code null} when not set
+     */
+    public Integer getShareConsumers() {
+      return shareConsumers;
+    }
+
+    /**
+     * Sets the share consumers.
+     *
+     * @param shareConsumers at least 1
+     */
+    public void setShareConsumers(Integer shareConsumers) {
+      this.shareConsumers = shareConsumers;
+    }
+
+    /**
      * RabbitMQ: the broker URI. Default {@code amqp://guest:guest@localhost:5672}.
      *
      * @return the URI
@@ -899,6 +919,12 @@ public class IdemProperties {
   public enum SourceType {
     /** Kafka, through {@code dev.idem.kafka.KafkaSource}. */
     KAFKA,
+    /**
+     * {@code kafka-share}: a Kafka share group (queues for Kafka), through
+     * {@code dev.idem.kafka.KafkaShareSource}; the consumer's {@code ordering} must be
+     * {@code unordered}.
+     */
+    KAFKA_SHARE,
     /** RabbitMQ, through {@code dev.idem.rabbit.RabbitSource}. */
     RABBITMQ
   }

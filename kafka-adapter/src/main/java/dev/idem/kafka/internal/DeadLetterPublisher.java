@@ -2,9 +2,11 @@ package dev.idem.kafka.internal;
 
 import dev.idem.DeadLetter;
 import dev.idem.internal.LogText;
+import dev.idem.kafka.KafkaSourceOptions;
 import java.time.Duration;
 import java.util.function.UnaryOperator;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.errors.RetriableException;
 import org.slf4j.Logger;
@@ -29,14 +31,35 @@ public final class DeadLetterPublisher implements AutoCloseable {
   private final String idHeader;
   private final Duration firstBackoff;
   private final Duration maxBackoff;
+  private final AutoCloseable producerMetrics;
 
   DeadLetterPublisher(ProducerSends sender, UnaryOperator<String> topicNaming, String idHeader,
       Duration firstBackoff, Duration maxBackoff) {
+    this(sender, topicNaming, idHeader, firstBackoff, maxBackoff, null);
+  }
+
+  private DeadLetterPublisher(ProducerSends sender, UnaryOperator<String> topicNaming, String idHeader,
+      Duration firstBackoff, Duration maxBackoff, AutoCloseable producerMetrics) {
+    this.producerMetrics = producerMetrics;
     this.sender = sender;
     this.topicNaming = topicNaming;
     this.idHeader = idHeader;
     this.firstBackoff = firstBackoff;
     this.maxBackoff = maxBackoff;
+  }
+
+  /**
+   * The dead-letter publisher of a source: its own producer ({@link SourceEngine#producerProperties}),
+   * bound to the options' meter registry when there is one; closing the publisher closes both.
+   *
+   * @param options the source's options
+   * @return the publisher
+   */
+  static DeadLetterPublisher forSource(KafkaSourceOptions<?> options) {
+    KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(SourceEngine.producerProperties(options));
+    AutoCloseable metrics = options.meterRegistry() == null ? null : MicrometerBinding.bind(producer, options.meterRegistry(), options.groupId());
+    return new DeadLetterPublisher(new ProducerSends(producer, "dlt-" + options.groupId()), options::deadLetterTopic,
+        options.messageIdHeader(), options.reconnectBackoff(), options.reconnectMaxBackoff(), metrics);
   }
 
   /**
@@ -81,6 +104,16 @@ public final class DeadLetterPublisher implements AutoCloseable {
 
   @Override
   public void close() {
-    sender.close();
+    try {
+      sender.close();
+    } finally {
+      if (producerMetrics != null) {
+        try {
+          producerMetrics.close();
+        } catch (Exception e) {
+          log.debug("closing the dead-letter producer's metrics failed", e);
+        }
+      }
+    }
   }
 }

@@ -14,7 +14,6 @@ import org.apache.kafka.clients.consumer.Consumer;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.CooperativeStickyAssignor;
-import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
@@ -39,9 +38,8 @@ public final class SourceEngine<T> implements AutoCloseable {
 
   private final KafkaSourceOptions<T> options;
   private final RecordReceiver receiver;
-  private final MessageIds<T> ids;
+  private final RecordDecoder<T> decoder;
   private final DeadLetterPublisher publisher;
-  private final AutoCloseable producerMetrics;
   /** The commit holds of the live consumers, one per {@link #receive()} subscription. */
   private final Set<CommitHolds> liveHolds = ConcurrentHashMap.newKeySet();
   private final Runnable deadLetterFailed;
@@ -53,16 +51,12 @@ public final class SourceEngine<T> implements AutoCloseable {
    */
   public SourceEngine(KafkaSourceOptions<T> options) {
     this.options = options;
-    this.ids = new MessageIds<>(options.messageIdHeader(), options.messageIdExtractor(), options.offsetFallbackId());
+    this.decoder = new RecordDecoder<>(options);
     Map<String, Object> consumerProperties = consumerProperties(options);
     this.receiver = options.engine() == KafkaEngine.REACTOR_KAFKA
         ? ReactorKafkaSupport.receiver(options, consumerProperties)
         : new NativeReceiver(options, consumerProperties, consumerMetrics(options));
-    KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(producerProperties(options));
-    this.producerMetrics = options.meterRegistry() == null ? null
-        : MicrometerBinding.bind(producer, options.meterRegistry(), options.groupId());
-    this.publisher = new DeadLetterPublisher(new ProducerSends(producer, "dlt-" + options.groupId()), options::deadLetterTopic,
-        options.messageIdHeader(), options.reconnectBackoff(), options.reconnectMaxBackoff());
+    this.publisher = DeadLetterPublisher.forSource(options);
     this.deadLetterFailed = options.meterRegistry() == null ? () -> { }
         : MicrometerBinding.bindHolds(options.meterRegistry(), options.groupId(), this);
   }
@@ -120,14 +114,23 @@ public final class SourceEngine<T> implements AutoCloseable {
    * @return the deliveries
    */
   public Flux<Delivery<T>> receive() {
-    return Flux.defer(this::receiveWithOneConsumer)
+    return recreatedOnFailure(Flux.defer(this::receiveWithOneConsumer), options, "Kafka source");
+  }
+
+  /**
+   * {@code consumer} resubscribed with the options' backoff after it failed (a WARN line per
+   * attempt), except for an invalid consumer configuration, which recreating cannot fix: that
+   * ends the stream with an {@link IllegalArgumentException} naming it.
+   */
+  static <R> Flux<R> recreatedOnFailure(Flux<R> consumer, KafkaSourceOptions<?> options, String kind) {
+    return consumer
         .retryWhen(Retry.backoff(Long.MAX_VALUE, options.reconnectBackoff())
             .maxBackoff(options.reconnectMaxBackoff())
             .filter(error -> configError(error) == null && !(error instanceof Error))
-            .doBeforeRetry(signal -> log.warn("Kafka source '{}' failed, recreating the consumer (attempt {}): {}",
+            .doBeforeRetry(signal -> log.warn("{} '{}' failed, recreating the consumer (attempt {}): {}", kind,
                 options.groupId(), signal.totalRetriesInARow() + 1, LogText.error(signal.failure())))
             .onRetryExhaustedThrow((spec, signal) -> signal.failure()))
-        .onErrorMap(error -> configError(error) != null, error -> new IllegalArgumentException("Kafka source '"
+        .onErrorMap(error -> configError(error) != null, error -> new IllegalArgumentException(kind + " '"
             + options.groupId() + "' cannot create its consumer: " + configError(error).getMessage(), error));
   }
 
@@ -156,36 +159,7 @@ public final class SourceEngine<T> implements AutoCloseable {
   }
 
   Delivery<T> toDelivery(ConsumerRecord<byte[], byte[]> record, Runnable settle, CommitHolds holds) {
-    T payload = null;
-    Throwable failure = null;
-    if (record.value() != null) {
-      try {
-        payload = options.valueDeserializer().deserialize(record.topic(), record.headers(), record.value());
-      } catch (Throwable e) {
-        // Any Throwable makes the record a poison pill, JVM errors included: an AssertionError, the
-        // StackOverflowError of a recursive parser, the OutOfMemoryError of a decoder that trusts a
-        // corrupt length field, a LinkageError. Reactor would rethrow those from map(), killing the
-        // receiver's thread, or fail the stream, which redelivers the same record in an endless loop.
-        failure = e;
-        if (e instanceof Error) {
-          log.warn("Value deserializer threw {} on {}-{}@{}; the record is a poison pill: {}", e.getClass().getName(),
-              record.topic(), record.partition(), record.offset(), LogText.error(e));
-        }
-      }
-    }
-    String id = null;
-    String invalidId = null;
-    try {
-      id = ids.resolve(record, payload);
-    } catch (MessageIds.InvalidIdException e) {
-      invalidId = e.getMessage();
-    } catch (Throwable e) {
-      // The application's extractor; whatever it throws, Errors included, must not stop the stream.
-      log.warn("Message id extractor failed on {}-{}@{}; using the fallback: {}", record.topic(), record.partition(), record.offset(),
-          LogText.error(e));
-      id = options.offsetFallbackId() ? MessageIds.offsetId(record.topic(), record.partition(), record.offset()) : null;
-    }
-    return new KafkaDelivery<>(record, settle, id, invalidId, payload, failure, publisher, holds);
+    return new KafkaDelivery<>(record, settle, decoder.decode(record), publisher, holds);
   }
 
   /**
@@ -198,13 +172,6 @@ public final class SourceEngine<T> implements AutoCloseable {
       receiver.close();
     } finally {
       publisher.close();
-      if (producerMetrics != null) {
-        try {
-          producerMetrics.close();
-        } catch (Exception e) {
-          log.debug("closing the dead-letter producer's metrics failed", e);
-        }
-      }
     }
   }
 }

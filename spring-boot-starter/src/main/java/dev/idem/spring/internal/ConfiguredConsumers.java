@@ -2,6 +2,7 @@ package dev.idem.spring.internal;
 
 import dev.idem.BatchHandler;
 import dev.idem.Handler;
+import dev.idem.Ordering;
 import dev.idem.spring.ConsumerSource;
 import dev.idem.spring.IdemConsumerDefinition;
 import dev.idem.spring.IdemProperties;
@@ -95,13 +96,24 @@ public final class ConfiguredConsumers {
       Environment environment, Object meterRegistry) {
     IdemProperties.Source s = c.getSource();
     if (s.getType() == null) {
-      throw new IllegalArgumentException(at + ".source.type is required: kafka or rabbitmq");
+      throw new IllegalArgumentException(at + ".source.type is required: kafka, kafka-share or rabbitmq");
     }
     switch (s.getType()) {
-      case KAFKA -> {
+      case KAFKA, KAFKA_SHARE -> {
         rejectSet(at, "rabbitmq", s.getUri(), "uri", s.getQueue(), "queue", s.getDeadLetterExchange(), "dead-letter-exchange",
             s.getDeadLetterRoutingKey(), "dead-letter-routing-key", s.getDeadLetterMode(), "dead-letter-mode");
-        requireOnClassPath(at, "kafka", "dev.idem.kafka.KafkaSource", "dev.idem:idem-kafka");
+        boolean share = s.getType() == IdemProperties.SourceType.KAFKA_SHARE;
+        if (share) {
+          rejectSet(at, "kafka", s.getEngine(), "engine");
+          if (c.getOrdering() != Ordering.UNORDERED) {
+            throw new IllegalArgumentException(at + ".ordering is " + c.getOrdering() + ", but a kafka-share source keeps no order"
+                + " (a share group hands a partition's records to several consumers at once): set " + at + ".ordering to unordered");
+          }
+        } else {
+          rejectSet(at, "kafka-share", s.getShareConsumers(), "share-consumers");
+        }
+        requireOnClassPath(at, share ? "kafka-share" : "kafka", share ? "dev.idem.kafka.KafkaShareSource" : "dev.idem.kafka.KafkaSource",
+            "dev.idem:idem-kafka");
         String bootstrap = s.getBootstrapServers() != null ? s.getBootstrapServers() : environment.getProperty("spring.kafka.bootstrap-servers");
         return KafkaSources.source(at, name, s, bootstrap, c.getPrefetch(), decoder, meterRegistry);
       }
@@ -109,7 +121,7 @@ public final class ConfiguredConsumers {
         rejectSet(at, "kafka", s.getBootstrapServers(), "bootstrap-servers", s.getTopics().isEmpty() ? null : s.getTopics(), "topics",
             s.getGroupId(), "group-id", s.getDeadLetterTopic(), "dead-letter-topic", s.getDeadLetterTopicSuffix(), "dead-letter-topic-suffix",
             s.getMessageIdHeader(), "message-id-header", s.getProperties().isEmpty() ? null : s.getProperties(), "properties",
-            s.getEngine(), "engine");
+            s.getEngine(), "engine", s.getShareConsumers(), "share-consumers");
         requireOnClassPath(at, "rabbitmq", "dev.idem.rabbit.RabbitSource", "dev.idem:idem-rabbit");
         return RabbitSources.source(at, s, c.getPrefetch(), decoder);
       }

@@ -1,6 +1,7 @@
 package dev.idem.spring.internal;
 
 import dev.idem.kafka.KafkaEngine;
+import dev.idem.kafka.KafkaShareSource;
 import dev.idem.kafka.KafkaSource;
 import dev.idem.kafka.KafkaSourceOptions;
 import dev.idem.spring.ConsumerSource;
@@ -10,7 +11,7 @@ import java.util.Map;
 import java.util.function.Supplier;
 import org.apache.kafka.common.serialization.Deserializer;
 
-/** Kafka sources from configuration; loaded only when a consumer's source type is kafka. */
+/** Kafka sources from configuration (consumer groups and share groups); loaded only when a consumer's source type is kafka or kafka-share. */
 final class KafkaSources {
 
   private KafkaSources() {}
@@ -63,6 +64,17 @@ final class KafkaSources {
       options.meterRegistry((io.micrometer.core.instrument.MeterRegistry) meterRegistry);
     }
     KafkaSourceOptions<Object> built = options.build();
+    if (s.getType() == IdemProperties.SourceType.KAFKA_SHARE) {
+      int consumers = s.getShareConsumers() != null ? s.getShareConsumers() : KafkaShareSource.DEFAULT_CONSUMERS;
+      if (consumers < 1) {
+        throw new IllegalArgumentException(at + ".source.share-consumers must be at least 1, was " + consumers);
+      }
+      // On kafka-clients older than 4.1 KafkaShareSource.create refuses, naming the versions, when the consumer starts.
+      return () -> {
+        KafkaShareSource<Object> share = KafkaShareSource.create(built, consumers);
+        return ConsumerSource.of(share::receive, share);
+      };
+    }
     return () -> {
       KafkaSource<Object> kafka = KafkaSource.create(built);
       return ConsumerSource.of(kafka::receive, kafka);

@@ -127,6 +127,14 @@ public final class KafkaBrokerMain {
     p.put("group.consumer.session.timeout.ms", "6000");
     p.put("group.consumer.min.heartbeat.interval.ms", "1000");
     p.put("group.consumer.heartbeat.interval.ms", "1000");
+    // Share groups (KIP-932, production-ready from Kafka 4.2): the same quick session timeout for
+    // tests that kill a share consumer, and acquisition locks a test can set to a second per group
+    // (share.record.lock.duration.ms) to prove a handler slower than its lock.
+    p.put("group.share.min.session.timeout.ms", "6000");
+    p.put("group.share.session.timeout.ms", "6000");
+    p.put("group.share.min.heartbeat.interval.ms", "1000");
+    p.put("group.share.heartbeat.interval.ms", "1000");
+    p.put("group.share.min.record.lock.duration.ms", "1000");
     p.put("num.network.threads", "2");
     p.put("num.io.threads", "4");
     p.put("log.flush.interval.messages", Long.toString(Long.MAX_VALUE));

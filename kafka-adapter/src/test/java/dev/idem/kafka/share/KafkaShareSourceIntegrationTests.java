@@ -1,0 +1,247 @@
+package dev.idem.kafka.share;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import dev.idem.IdempotentConsumer;
+import dev.idem.Ordering;
+import dev.idem.Outcome;
+import dev.idem.RetryPolicy;
+import dev.idem.kafka.DeadLetterRecord;
+import dev.idem.kafka.KafkaDeadLetterReplayer;
+import dev.idem.kafka.KafkaShareSource;
+import dev.idem.kafka.KafkaSourceOptions;
+import dev.idem.kafka.testing.KafkaService;
+import dev.idem.kafka.testing.StrictUtf8Deserializer;
+import dev.idem.postgres.PostgresInbox;
+import dev.idem.testing.PostgresService;
+import io.r2dbc.pool.ConnectionPool;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Queue;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicReference;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import reactor.core.Disposable;
+import reactor.core.publisher.Mono;
+
+/**
+ * {@link KafkaShareSource} against a real Kafka 4.2+ broker (share groups) and a real PostgreSQL:
+ * exactly one effect per message id across several share consumers, duplicates acknowledged,
+ * poison and failing records dead-lettered and rejected, a handler slower than the acquisition
+ * lock, a stop that releases what it held, and an order the source cannot keep refused.
+ */
+class KafkaShareSourceIntegrationTests {
+
+  private static final Duration TIMEOUT = Duration.ofSeconds(120);
+  /** The groups' acquisition lock here (the broker's default is 30 s), so that a record nobody settled comes back soon. */
+  private static final Duration LOCK = Duration.ofSeconds(4);
+  /** Longer than two locks: a record neither accepted nor rejected is handed out again within it. */
+  private static final Duration LEFT_OVER_WINDOW = LOCK.multipliedBy(2).plusSeconds(1);
+
+  private final KafkaService kafka = KafkaService.get();
+  private final PostgresService pg = PostgresService.get();
+  private String topic;
+  private String group;
+  private String consumerName;
+  private String table;
+  private ConnectionPool pool;
+  private PostgresInbox inbox;
+
+  @BeforeEach
+  void setUp() {
+    String name = KafkaService.uniqueName("share");
+    topic = name + "_topic";
+    group = name + "_group";
+    consumerName = name + "_consumer";
+    table = name + "_effects";
+    kafka.createTopic(topic, 3);
+    kafka.createTopic(topic + ".DLT", 1);
+    ShareGroups.configure(kafka, group, Map.of("share.auto.offset.reset", "earliest", "share.record.lock.duration.ms",
+        Long.toString(LOCK.toMillis())));
+    pg.execute("CREATE TABLE " + table + " (seq bigserial PRIMARY KEY, message_id text NOT NULL, payload text NOT NULL)");
+    pool = pg.pool(16);
+    inbox = PostgresInbox.create(pool);
+    inbox.createSchemaIfAbsent().block(Duration.ofSeconds(30));
+  }
+
+  @AfterEach
+  void tearDown() {
+    pg.execute("DROP TABLE IF EXISTS " + table, "DELETE FROM " + inbox.table() + " WHERE consumer = '" + consumerName + "'");
+    pool.dispose();
+  }
+
+  @Test
+  void twoSourcesApplyEveryIdOnceAcknowledgeDuplicatesDeadLetterPoisonAndLeaveNothingInTheGroup() {
+    List<ProducerRecord<byte[], byte[]>> records = new ArrayList<>();
+    for (int i = 0; i < 300; i++) {
+      records.add(KafkaService.record(topic, i % 3, "k" + i, "m-" + i, "pay " + i));
+    }
+    for (int i = 0; i < 30; i++) {
+      records.add(KafkaService.record(topic, (i + 1) % 3, "k" + i, "m-" + i, "pay " + i));
+    }
+    ProducerRecord<byte[], byte[]> poison = new ProducerRecord<>(topic, 1, "kp".getBytes(StandardCharsets.UTF_8), StrictUtf8Deserializer.POISON);
+    poison.headers().add("message-id", "poison-1".getBytes(StandardCharsets.UTF_8));
+    records.add(poison);
+    records.add(KafkaService.record(topic, 2, "kf", "fail-1", "always-fail"));
+    kafka.sendAll(records);
+
+    Queue<Outcome<String>> outcomes = new ConcurrentLinkedQueue<>();
+    List<Disposable> running = new ArrayList<>();
+    List<KafkaShareSource<String>> sources = List.of(KafkaShareSource.create(options().build(), 2),
+        KafkaShareSource.create(options().build(), 2));
+    try {
+      for (KafkaShareSource<String> source : sources) {
+        running.add(consumer(recording()).process(source.receive()).subscribe(outcomes::add, e -> e.printStackTrace()));
+      }
+      await().atMost(TIMEOUT).untilAsserted(() -> {
+        assertThat(processedIds(outcomes)).hasSize(300);
+        assertThat(outcomes).filteredOn(o -> o.status() == Outcome.Status.DEAD_LETTERED).extracting(Outcome::messageId)
+            .contains("poison-1", "fail-1");
+        assertThat(outcomes).filteredOn(o -> o.status() == Outcome.Status.DUPLICATE).hasSizeGreaterThanOrEqualTo(30);
+      });
+    } finally {
+      running.forEach(Disposable::dispose);
+      sources.forEach(KafkaShareSource::close);
+    }
+    assertThat(ShareGroups.leftOver(kafka, group, topic, LEFT_OVER_WINDOW)).isEmpty();
+    assertThat(pg.count("SELECT count(*) FROM " + table)).isEqualTo(300);
+    assertThat(pg.count("SELECT count(DISTINCT message_id) FROM " + table)).isEqualTo(300);
+    List<DeadLetterRecord> letters = KafkaDeadLetterReplayer.create(kafka.bootstrapServers()).read(topic + ".DLT");
+    // At least once on the dead-letter topic too: a record whose lock ran out before its REJECT is dead-lettered again.
+    assertThat(letters).extracting(DeadLetterRecord::messageId).containsOnly("poison-1", "fail-1").contains("poison-1", "fail-1");
+    assertThat(letters).filteredOn(l -> l.messageId().equals("poison-1")).extracting(DeadLetterRecord::reason).containsOnly("UNDECODABLE_PAYLOAD");
+    assertThat(letters).filteredOn(l -> l.messageId().equals("fail-1")).extracting(DeadLetterRecord::reason).containsOnly("RETRIES_EXHAUSTED");
+  }
+
+  @Test
+  void aHandlerSlowerThanTheAcquisitionLockAppliesItsMessageOnce() {
+    ShareGroups.configure(kafka, group, Map.of("share.record.lock.duration.ms", "3000"));
+    kafka.sendAll(List.of(KafkaService.record(topic, 0, "ks", "slow-1", "slow"), KafkaService.record(topic, 1, "kq", "quick-1", "quick")));
+    Queue<Outcome<String>> outcomes = new ConcurrentLinkedQueue<>();
+    List<Disposable> running = new ArrayList<>();
+    List<KafkaShareSource<String>> sources = List.of(KafkaShareSource.create(options().build()), KafkaShareSource.create(options().build()));
+    IdempotentConsumer<String> consumer = consumer((payload, tx) -> (payload.equals("slow") && tx.metadata().deliveryAttempt() == 1
+        ? Mono.delay(Duration.ofSeconds(9)).then() : Mono.<Void>empty()).then(Mono.from(recording().handle(payload, tx))).then());
+    try {
+      for (KafkaShareSource<String> source : sources) {
+        running.add(consumer.process(source.receive()).subscribe(outcomes::add));
+      }
+      await().atMost(TIMEOUT).untilAsserted(() -> {
+        assertThat(processedIds(outcomes)).containsExactlyInAnyOrder("quick-1", "slow-1");
+        // The lock ran out under the slow handler: the record's second delivery is found a duplicate.
+        assertThat(outcomes).filteredOn(o -> "slow-1".equals(o.messageId()) && o.status() == Outcome.Status.DUPLICATE).isNotEmpty();
+      });
+    } finally {
+      running.forEach(Disposable::dispose);
+      sources.forEach(KafkaShareSource::close);
+    }
+    assertThat(ShareGroups.leftOver(kafka, group, topic, LEFT_OVER_WINDOW)).isEmpty();
+    assertThat(pg.column("SELECT message_id FROM " + table + " ORDER BY message_id")).containsExactly("quick-1", "slow-1");
+    List<Outcome<String>> slow = outcomes.stream().filter(o -> "slow-1".equals(o.messageId())).toList();
+    assertThat(slow).filteredOn(o -> o.status() == Outcome.Status.PROCESSED).hasSize(1);
+    assertThat(slow).filteredOn(o -> o.status() == Outcome.Status.DUPLICATE)
+        .allSatisfy(o -> assertThat(o.delivery().deliveryAttempt()).isGreaterThanOrEqualTo(2));
+  }
+
+  @Test
+  void aStopReleasesTheRecordsItHeldAndTheNextConsumerAppliesEachOnce() {
+    List<ProducerRecord<byte[], byte[]>> records = new ArrayList<>();
+    for (int i = 0; i < 20; i++) {
+      records.add(KafkaService.record(topic, i % 3, "k" + i, "m-" + i, "pay " + i));
+    }
+    kafka.sendAll(records);
+    Queue<Outcome<String>> first = new ConcurrentLinkedQueue<>();
+    Set<String> held = ConcurrentHashMap.newKeySet();
+    try (KafkaShareSource<String> source = KafkaShareSource.create(options().build())) {
+      // A handler that never finishes: every record is held, none settled, when the stop comes.
+      Disposable running = consumer((payload, tx) -> Mono.never()).process(source.receive().doOnNext(d -> held.add(d.id())))
+          .subscribe(first::add);
+      await().atMost(TIMEOUT).untilAsserted(() -> assertThat(pg.count("SELECT count(*) FROM pg_stat_activity WHERE state = 'idle in transaction'"
+          + " AND query LIKE '%" + inbox.table() + "%'")).isPositive());
+      running.dispose();
+    }
+    assertThat(first).isEmpty();
+    Queue<Outcome<String>> second = new ConcurrentLinkedQueue<>();
+    try (KafkaShareSource<String> source = KafkaShareSource.create(options().build())) {
+      Disposable running = consumer(recording()).process(source.receive()).subscribe(second::add);
+      try {
+        await().atMost(TIMEOUT).untilAsserted(() -> assertThat(processedIds(second)).hasSize(20));
+      } finally {
+        running.dispose();
+      }
+    }
+    assertThat(ShareGroups.leftOver(kafka, group, topic, LEFT_OVER_WINDOW)).isEmpty();
+    assertThat(pg.count("SELECT count(DISTINCT message_id) FROM " + table)).isEqualTo(20);
+    assertThat(pg.count("SELECT count(*) FROM " + table)).isEqualTo(20);
+    // What the stopped consumer held came back released (its second delivery); the rest was delivered once.
+    assertThat(held).isNotEmpty();
+    assertThat(second).filteredOn(o -> o.status() == Outcome.Status.PROCESSED).hasSize(20)
+        .allSatisfy(o -> assertThat(o.delivery().deliveryAttempt()).isEqualTo(held.contains(o.messageId()) ? 2 : 1));
+  }
+
+  @Test
+  void aConsumerThatAsksForKeyOrderFailsAtTheFirstRecordAndTheRecordIsReleasedNotLost() {
+    kafka.sendAll(List.of(KafkaService.record(topic, 0, "k1", "ordered-1", "pay 1")));
+    AtomicReference<Throwable> failure = new AtomicReference<>();
+    try (KafkaShareSource<String> source = KafkaShareSource.create(options().build())) {
+      IdempotentConsumer<String> byKey = IdempotentConsumer.<String>named(consumerName).inbox(inbox).handler(recording())
+          .ordering(Ordering.BY_KEY).build();
+      Disposable running = byKey.process(source.receive()).subscribe(o -> { }, failure::set);
+      try {
+        await().atMost(TIMEOUT).until(() -> failure.get() != null);
+      } finally {
+        running.dispose();
+      }
+    }
+    assertThat(failure.get()).isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("keeps no order").hasMessageContaining("Ordering.UNORDERED");
+    assertThat(pg.count("SELECT count(*) FROM " + table)).isZero();
+    try (KafkaShareSource<String> source = KafkaShareSource.create(options().build())) {
+      Disposable running = consumer(recording()).process(source.receive()).subscribe();
+      try {
+        await().atMost(TIMEOUT).untilAsserted(() -> assertThat(pg.column("SELECT message_id FROM " + table)).containsExactly("ordered-1"));
+      } finally {
+        running.dispose();
+      }
+    }
+    assertThat(ShareGroups.leftOver(kafka, group, topic, LEFT_OVER_WINDOW)).isEmpty();
+  }
+
+  private static List<String> processedIds(Queue<Outcome<String>> outcomes) {
+    return outcomes.stream().filter(o -> o.status() == Outcome.Status.PROCESSED).map(Outcome::messageId).distinct().toList();
+  }
+
+  private KafkaSourceOptions.Builder<String> options() {
+    return KafkaSourceOptions.<String>builder()
+        .bootstrapServers(kafka.bootstrapServers())
+        .groupId(group)
+        .topics(topic)
+        .valueDeserializer(new StrictUtf8Deserializer())
+        .prefetch(64)
+        .closeTimeout(Duration.ofSeconds(5));
+  }
+
+  private IdempotentConsumer<String> consumer(dev.idem.Handler<String> handler) {
+    return IdempotentConsumer.<String>named(consumerName)
+        .inbox(inbox)
+        .handler((payload, tx) -> payload.equals("always-fail") ? Mono.error(new IllegalStateException("handler always fails"))
+            : handler.handle(payload, tx))
+        .retry(RetryPolicy.backoff(3, Duration.ofMillis(10)))
+        .ordering(Ordering.UNORDERED)
+        .build();
+  }
+
+  private dev.idem.Handler<String> recording() {
+    return (payload, tx) -> tx.sql("INSERT INTO " + table + " (message_id, payload) VALUES ($1, $2)")
+        .bind(0, tx.messageId()).bind(1, payload).execute();
+  }
+}

@@ -1,0 +1,66 @@
+package dev.idem.kafka.share;
+
+import dev.idem.kafka.testing.KafkaService;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.TimeUnit;
+import org.apache.kafka.clients.admin.AlterConfigOp;
+import org.apache.kafka.clients.admin.ConfigEntry;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaShareConsumer;
+import org.apache.kafka.clients.consumer.AcknowledgeType;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.config.ConfigResource;
+
+/**
+ * Share groups on the test broker: the group's configuration through the Admin client (where a
+ * new group starts reading, its acquisition lock) and what the group has left to hand out.
+ */
+final class ShareGroups {
+
+  private ShareGroups() {}
+
+  /** Sets group configs, such as {@code share.auto.offset.reset} or {@code share.record.lock.duration.ms}. */
+  static void configure(KafkaService kafka, String group, Map<String, String> configs) {
+    ConfigResource resource = new ConfigResource(ConfigResource.Type.GROUP, group);
+    List<AlterConfigOp> ops = configs.entrySet().stream()
+        .map(e -> new AlterConfigOp(new ConfigEntry(e.getKey(), e.getValue()), AlterConfigOp.OpType.SET)).toList();
+    try {
+      kafka.admin().incrementalAlterConfigs(Map.of(resource, ops)).all().get(30, TimeUnit.SECONDS);
+    } catch (Exception e) {
+      throw new IllegalStateException("Could not configure share group " + group + " with " + configs
+          + " (share groups need a Kafka 4.2+ broker: the test broker is kafka-broker.version of the root pom)", e);
+    }
+  }
+
+  /**
+   * What the group still has to hand out: a plain share consumer of the group polls for
+   * {@code window} and releases whatever it gets. A record that was neither accepted nor rejected
+   * comes back when released or when its acquisition lock runs out, so with a window longer than
+   * twice the group's lock an empty answer means every record was acknowledged for good.
+   */
+  static List<String> leftOver(KafkaService kafka, String group, String topic, Duration window) {
+    Properties props = new Properties();
+    props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrapServers());
+    props.put(ConsumerConfig.GROUP_ID_CONFIG, group);
+    props.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class);
+    props.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class);
+    props.put("share.acknowledgement.mode", "explicit");
+    List<String> left = new ArrayList<>();
+    try (KafkaShareConsumer<byte[], byte[]> consumer = new KafkaShareConsumer<>(props)) {
+      consumer.subscribe(List.of(topic));
+      long end = System.nanoTime() + window.toNanos();
+      while (System.nanoTime() < end) {
+        for (ConsumerRecord<byte[], byte[]> record : consumer.poll(Duration.ofMillis(200))) {
+          left.add(record.topic() + "-" + record.partition() + "@" + record.offset());
+          consumer.acknowledge(record, AcknowledgeType.RELEASE);
+        }
+      }
+    }
+    return left;
+  }
+}
