@@ -54,7 +54,8 @@ final class RetryDecision {
   /**
    * Waits before the next attempt, or errors with {@code failure} to stop retrying. Retryable
    * failures count towards {@code maxAttempts} even across other kinds, so alternating
-   * failure kinds cannot keep a message alive forever.
+   * failure kinds cannot keep a message alive forever; a message the broker has delivered
+   * {@code maxAttempts} times or more is not retried after a retryable failure.
    */
   Mono<Long> backoffOrGiveUp(Throwable failure) {
     ErrorKind kind = kinds.kindOf(failure);
@@ -80,6 +81,12 @@ final class RetryDecision {
         if (++retryableFailures >= retryPolicy.maxAttempts()) {
           return Mono.error(failure);
         }
+        if (deliveredTooOften()) {
+          log.warn("Consumer '{}': message '{}' failed on its delivery {} by the broker, which is maxAttempts ({}) or more: earlier"
+              + " deliveries already ran it, so it is not retried in memory again: {}", name, Settlement.idForLogs(delivery),
+              delivery.deliveryAttempt(), retryPolicy.maxAttempts(), LogText.cut(FailureKinds.cause(failure).toString()));
+          return Mono.error(failure);
+        }
         wait = Backoff.jittered(retryPolicy.firstBackoff(), retryPolicy.maxBackoff(), retryableFailures - 1);
       }
       default -> {
@@ -89,6 +96,22 @@ final class RetryDecision {
     metrics.retrying(delivery, FailureKinds.cause(failure), kind);
     // A graceful stop abandons a message waiting here at once.
     return StopControl.backoff(wait);
+  }
+
+  /**
+   * Whether the broker has delivered the message {@code maxAttempts} times or more (a share group's
+   * or a quorum queue's delivery count; a redelivery flag says 2 at most): earlier deliveries ran
+   * it, or crashed or timed out in it, so a retryable failure now ends its attempts instead of
+   * starting {@code maxAttempts} more in memory. A crash loop then dead-letters it within about
+   * {@code maxAttempts} deliveries, before a broker's own delivery limit drops it without a dead
+   * letter.
+   */
+  private boolean deliveredTooOften() {
+    try {
+      return delivery.deliveryAttempt() >= retryPolicy.maxAttempts();
+    } catch (RuntimeException e) {
+      return false;
+    }
   }
 
   /**

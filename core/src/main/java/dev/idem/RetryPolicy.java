@@ -12,7 +12,12 @@ import java.util.Objects;
  * {@link ErrorKind#CONTENTION} retries in a row (deadlocks, serialization failures, lock
  * timeouts) with the same backoff that do not spend attempts; infrastructure errors are retried
  * without limit with backoff from 100 ms to 5 s, and logged at WARN when they start and then
- * every minute while they last. Backoffs are exponential with 50% jitter.
+ * every minute while they last. Backoffs are exponential with 50% jitter. A message the broker
+ * has delivered {@code maxAttempts} times or more ({@link Delivery#deliveryAttempt()}: a Kafka
+ * share group's or a RabbitMQ quorum queue's delivery count) is not retried in memory after a
+ * retryable failure: earlier deliveries already ran it, so it is dead-lettered
+ * ({@link DeadLetterReason#RETRIES_EXHAUSTED}) at once, before a crash loop reaches the broker's
+ * own delivery limit, which would drop it without a dead letter.
  *
  * @param maxAttempts total processing attempts for retryable errors, counting the first; at least 1
  * @param firstBackoff the wait before the second attempt

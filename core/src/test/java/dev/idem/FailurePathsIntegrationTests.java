@@ -186,6 +186,31 @@ class FailurePathsIntegrationTests {
   // --- 3. failure paths that never end, silently ---------------------------------------------
 
   @Test
+  void aMessageTheBrokerDeliveredMaxAttemptsTimesIsDeadLetteredAtItsFirstRetryableFailureNotRetriedInMemoryAgain() {
+    AtomicInteger runs = new AtomicInteger();
+    Handler<String> fails = (p, tx) -> {
+      runs.incrementAndGet();
+      return Mono.error(new IllegalStateException("downstream refuses " + p));
+    };
+    // Delivered twice before (a crash, an expired lock): a third delivery still gets its retries in memory.
+    TestDelivery<String> early = TestDelivery.of("early", "x").deliveredTimes(2);
+    assertThat(consumer(inbox, fails).build().process(Flux.just(early)).blockLast(TIMEOUT).status()).isEqualTo(Outcome.Status.DEAD_LETTERED);
+    assertThat(runs.get()).isEqualTo(3);
+    assertThat(early.deadLetter().attempts()).isEqualTo(3);
+
+    runs.set(0);
+    TestDelivery<String> late = TestDelivery.of("late", "x").deliveredTimes(3);
+    Outcome<String> outcome = consumer(inbox, fails).build().process(Flux.just(late)).blockLast(TIMEOUT);
+    assertThat(outcome.status()).isEqualTo(Outcome.Status.DEAD_LETTERED);
+    assertThat(runs.get()).isEqualTo(1);
+    assertThat(late.deadLetter().reason()).isEqualTo(DeadLetterReason.RETRIES_EXHAUSTED);
+    assertThat(late.deadLetter().attempts()).isEqualTo(1);
+    assertThat(logs.list).anySatisfy(e -> assertThat(e.getFormattedMessage())
+        .contains("message 'late' failed on its delivery 3 by the broker, which is maxAttempts (3) or more"));
+    assertThat(effects("late")).isZero();
+  }
+
+  @Test
   void aHandlerThatSwallowsAnSqlErrorFailsTheMessageWhichIsRetriedThenDeadLetteredNotRetriedAsInfrastructure() {
     AtomicLong infrastructureRetries = new AtomicLong();
     TestDelivery<String> delivery = TestDelivery.of("m-1", "x");

@@ -81,6 +81,16 @@ public final class TestDelivery<T> extends AbstractDelivery<T> {
   }
 
   /**
+   * The same message as the broker's {@code attempt}-th delivery of it, with a working ack.
+   *
+   * @param attempt the broker's delivery count, at least 1
+   * @return the delivery
+   */
+  public TestDelivery<T> deliveredTimes(int attempt) {
+    return new TestDelivery<>(id, payload, key, decodingFailure, attempt, false);
+  }
+
+  /**
    * The same delivery, but its acknowledgement fails as if the process crashed after commit.
    *
    * @return a delivery whose ack fails
