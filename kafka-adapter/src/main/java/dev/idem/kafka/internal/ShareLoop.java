@@ -65,7 +65,7 @@ final class ShareLoop<T> implements Runnable {
   private final Thread thread;
   private volatile boolean stopping;
   private volatile boolean done;
-  private ShareConsumer<byte[], byte[]> consumer;
+  private volatile ShareConsumer<byte[], byte[]> consumer;
 
   ShareLoop(String group, String name, List<String> topics, Supplier<ShareConsumer<byte[], byte[]>> consumers,
       BiFunction<ConsumerRecord<byte[], byte[]>, ShareDelivery.Settler, Delivery<T>> deliveries, FluxSink<Delivery<T>> sink,
