@@ -3,6 +3,7 @@ package dev.idem.kafka.share;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
+import dev.idem.BatchItem;
 import dev.idem.IdempotentConsumer;
 import dev.idem.Ordering;
 import dev.idem.Outcome;
@@ -30,6 +31,8 @@ import org.apache.kafka.clients.producer.ProducerRecord;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 import reactor.core.Disposable;
 import reactor.core.publisher.Mono;
 
@@ -79,8 +82,12 @@ class KafkaShareSourceIntegrationTests {
     pool.dispose();
   }
 
-  @Test
-  void twoSourcesApplyEveryIdOnceAcknowledgeDuplicatesDeadLetterPoisonAndLeaveNothingInTheGroup() {
+  /** The handler styles a user writes: one message at a time, or a set-based statement over a batch. */
+  enum Style { HANDLER, BATCH_HANDLER }
+
+  @ParameterizedTest
+  @EnumSource(Style.class)
+  void twoSourcesApplyEveryIdOnceAcknowledgeDuplicatesDeadLetterPoisonAndLeaveNothingInTheGroup(Style style) {
     List<ProducerRecord<byte[], byte[]>> records = new ArrayList<>();
     for (int i = 0; i < 300; i++) {
       records.add(KafkaService.record(topic, i % 3, "k" + i, "m-" + i, "pay " + i));
@@ -100,7 +107,8 @@ class KafkaShareSourceIntegrationTests {
         KafkaShareSource.create(options().build(), 2));
     try {
       for (KafkaShareSource<String> source : sources) {
-        running.add(consumer(recording()).process(source.receive()).subscribe(outcomes::add, e -> e.printStackTrace()));
+        IdempotentConsumer<String> consumer = style == Style.HANDLER ? consumer(recording()) : batchConsumer();
+        running.add(consumer.process(source.receive()).subscribe(outcomes::add, e -> e.printStackTrace()));
       }
       await().atMost(TIMEOUT).untilAsserted(() -> {
         assertThat(processedIds(outcomes)).hasSize(300);
@@ -253,6 +261,24 @@ class KafkaShareSourceIntegrationTests {
         .inbox(inbox)
         .handler((payload, tx) -> payload.equals("always-fail") ? Mono.error(new IllegalStateException("handler always fails"))
             : handler.handle(payload, tx))
+        .retry(RetryPolicy.backoff(3, Duration.ofMillis(10)))
+        .ordering(Ordering.UNORDERED)
+        .build();
+  }
+
+  /** One INSERT for the batch's new messages; a batch holding the failing payload fails whole, and is split until it stands alone. */
+  private IdempotentConsumer<String> batchConsumer() {
+    return IdempotentConsumer.<String>named(consumerName)
+        .inbox(inbox)
+        .batchHandler((items, tx) -> {
+          if (items.stream().anyMatch(item -> item.payload().equals("always-fail"))) {
+            return Mono.error(new IllegalStateException("handler always fails"));
+          }
+          String[] ids = items.stream().map(BatchItem::messageId).toArray(String[]::new);
+          String[] payloads = items.stream().map(BatchItem::payload).toArray(String[]::new);
+          return tx.sql("INSERT INTO " + table + " (message_id, payload) SELECT * FROM unnest($1::text[], $2::text[])")
+              .bind(0, ids).bind(1, payloads).execute();
+        })
         .retry(RetryPolicy.backoff(3, Duration.ofMillis(10)))
         .ordering(Ordering.UNORDERED)
         .build();
