@@ -153,6 +153,7 @@ final class ShareLoop<T> implements Runnable {
   /** Applies settlements until every record of the poll has one, warning when they near their lock. */
   private void awaitSettled(Map<Key, ConsumerRecord<byte[], byte[]>> inFlight) throws InterruptedException {
     long polledAt = System.nanoTime();
+    long lockNanos = TimeUnit.MILLISECONDS.toNanos(ShareClients.acquisitionLockTimeoutMs(consumer).orElse(DEFAULT_LOCK_MILLIS));
     boolean warned = false;
     while (!inFlight.isEmpty() && !stopping) {
       Settlement first = settlements.poll(WAIT_STEP_MILLIS, TimeUnit.MILLISECONDS);
@@ -165,7 +166,6 @@ final class ShareLoop<T> implements Runnable {
       if (inFlight.isEmpty()) {
         return;
       }
-      long lockNanos = TimeUnit.MILLISECONDS.toNanos(ShareClients.acquisitionLockTimeoutMs(consumer).orElse(DEFAULT_LOCK_MILLIS));
       long now = System.nanoTime();
       if (!warned && now - polledAt >= lockNanos * 4 / 5) {
         warned = true;

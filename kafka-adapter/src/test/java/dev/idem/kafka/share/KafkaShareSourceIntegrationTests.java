@@ -26,6 +26,7 @@ import java.util.Queue;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.junit.jupiter.api.AfterEach;
@@ -235,11 +236,9 @@ class KafkaShareSourceIntegrationTests {
    * before that releases it, and the group would rightly still hold it.
    */
   private static void awaitQuiet(Queue<Outcome<String>> outcomes) {
-    await().atMost(TIMEOUT).pollInterval(Duration.ofMillis(100)).until(() -> {
-      int before = outcomes.size();
-      Thread.sleep(LOCK.multipliedBy(2).toMillis());
-      return outcomes.size() == before;
-    });
+    AtomicInteger seen = new AtomicInteger(-1);
+    await().atMost(TIMEOUT).during(LOCK.multipliedBy(2)).pollInterval(Duration.ofMillis(200))
+        .until(() -> seen.getAndSet(outcomes.size()) == outcomes.size());
   }
 
   private static List<String> processedIds(Queue<Outcome<String>> outcomes) {
