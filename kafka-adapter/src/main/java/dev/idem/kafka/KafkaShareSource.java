@@ -39,14 +39,18 @@ import reactor.core.publisher.Flux;
  *       commits the acknowledgements (up to {@link KafkaSourceOptions#closeTimeout()}) and
  *       closes the consumers.</li>
  *   <li><b>Acquisition locks.</b> Explicit acknowledgement lets a consumer poll again only once
- *       every record of its last poll is settled. A record still in flight when its acquisition
- *       lock runs out (the group's {@code share.record.lock.duration.ms}, 30 s by default) is
- *       delivered again, perhaps to another consumer while the first still works on it: the dedup
- *       row keeps the effect single (the first commit wins, the second finds a duplicate), and the
- *       late {@code ACCEPT} is refused (by the client or the broker) with a WARN. A WARN names the records when 80%
- *       of the lock has passed (the lock the broker reported, from kafka-clients 4.2; else 30 s).
- *       Set the group's lock above the slowest handler to avoid the redelivery. Lock renewal
- *       ({@code RENEW}, kafka-clients 4.2) is not used yet.</li>
+ *       every record it holds is acknowledged. With kafka-clients 4.2 and later (and a 4.2
+ *       broker), records still in flight at half their acquisition lock (the group's
+ *       {@code share.record.lock.duration.ms}, 30 s by default) are renewed ({@code RENEW},
+ *       KIP-1222), as often as needed: a slow handler keeps its record, and no other consumer
+ *       gets it. The consumer fetches no new records while a renewal is under way, so what is in
+ *       flight stays bounded. A renewal the broker refuses (or a broker that cannot renew) ends
+ *       in a WARN, and the record is delivered again. With kafka-clients 4.1, which cannot renew, a record
+ *       still in flight when its lock runs out is delivered again, perhaps to another consumer
+ *       while the first still works on it, and a WARN names the records at 80% of the lock (the
+ *       broker's default of 30 s, as 4.1 clients cannot read the group's): set the group's lock
+ *       above the slowest handler. Either way the dedup row keeps the effect single (the first
+ *       commit wins, a copy finds a duplicate).</li>
  *   <li><b>Delivery count.</b> {@link Delivery#deliveryAttempt()} is the broker's delivery count
  *       of the record, shown to the handler by {@link dev.idem.MessageMetadata#deliveryAttempt()}.</li>
  *   <li><b>No order.</b> A share group keeps no order, so the consumer must be built with
@@ -70,7 +74,9 @@ import reactor.core.publisher.Flux;
  * <p>Of the {@link KafkaSourceOptions}, the share source reads the bootstrap servers, the group
  * id (the share group's), topics, value deserializer, message id header, extractor and offset
  * fallback, prefetch, close timeout, dead-letter topic naming, reconnect backoff, consumer and
- * producer properties and meter registry (the dead-letter producer's meters); the commit,
+ * producer properties and meter registry (the share consumers' client metrics as
+ * {@code kafka.consumer.share.*}, {@value #HELD_RECORDS_METRIC}, {@value #RENEWED_LOCKS_METRIC},
+ * {@value #LOST_LOCKS_METRIC}, and the dead-letter producer's meters); the commit,
  * revocation and held-commit settings are the consumer group's and do not apply. Where a new
  * share group starts reading is the group's configuration {@code share.auto.offset.reset}
  * (the broker's default is {@code latest}; set it with {@code kafka-configs.sh --entity-type
@@ -83,6 +89,18 @@ public final class KafkaShareSource<T> implements AutoCloseable {
 
   /** Default share consumers per subscription: {@value}. */
   public static final int DEFAULT_CONSUMERS = 1;
+  /**
+   * Gauge of the records a share consumer holds an acquisition lock on, tagged {@code idem.source}
+   * with the group id and {@code idem.share.consumer} with the consumer's index: {@value}.
+   */
+  public static final String HELD_RECORDS_METRIC = "idem.kafka.share.records.held";
+  /** Counter of acquisition locks renewed for records still in flight, tagged {@code idem.source}: {@value}. */
+  public static final String RENEWED_LOCKS_METRIC = "idem.kafka.share.locks.renewed";
+  /**
+   * Counter of acquisition locks lost while records were in flight (a renewal the broker refused
+   * or that a redelivery overtook), tagged {@code idem.source}: {@value}.
+   */
+  public static final String LOST_LOCKS_METRIC = "idem.kafka.share.locks.lost";
 
   private final KafkaSourceOptions<T> options;
   private final int consumers;

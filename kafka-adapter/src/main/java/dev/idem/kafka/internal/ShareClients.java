@@ -2,11 +2,12 @@ package dev.idem.kafka.internal;
 
 import java.lang.reflect.Method;
 import java.util.Optional;
+import org.apache.kafka.clients.consumer.AcknowledgeType;
 
 /**
  * What the kafka-clients jar on the class path offers a share-group source: the share consumer
  * with explicit acknowledgement ({@code share.acknowledgement.mode}, kafka-clients 4.1 and later),
- * the records' delivery count (4.1) and the acquisition lock the broker reported (4.2).
+ * the records' delivery count (4.1), the acquisition lock the broker reported and lock renewal (4.2).
  * Idem is built against the client Spring Boot 4.0 manages (4.1) and compiles on 3.9, so the
  * parts newer than 3.9 are looked up, not linked.
  */
@@ -17,6 +18,7 @@ final class ShareClients {
 
   private static final Method LOCK_TIMEOUT = method("org.apache.kafka.clients.consumer.ShareConsumer", "acquisitionLockTimeoutMs");
   private static final Method DELIVERY_COUNT = method("org.apache.kafka.clients.consumer.ConsumerRecord", "deliveryCount");
+  private static final AcknowledgeType RENEW = renewType();
 
   private ShareClients() {}
 
@@ -88,6 +90,25 @@ final class ShareClients {
     } catch (ReflectiveOperationException | RuntimeException e) {
       return 1;
     }
+  }
+
+  /**
+   * {@code AcknowledgeType.RENEW} (KIP-1222, kafka-clients 4.2 and later): extends a record's
+   * acquisition lock by the group's lock duration.
+   *
+   * @return the type, empty on older clients
+   */
+  static Optional<AcknowledgeType> renew() {
+    return Optional.ofNullable(RENEW);
+  }
+
+  private static AcknowledgeType renewType() {
+    for (AcknowledgeType type : AcknowledgeType.values()) {
+      if (type.name().equals("RENEW")) {
+        return type;
+      }
+    }
+    return null;
   }
 
   private static Method method(String type, String name) {

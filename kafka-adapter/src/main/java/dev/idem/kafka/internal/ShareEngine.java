@@ -90,7 +90,8 @@ public final class ShareEngine<T> implements AutoCloseable {
   private Flux<Delivery<T>> oneConsumer(int index) {
     return Flux.create(sink -> {
       ShareLoop<T> loop = new ShareLoop<>(options.groupId(), "idem-kafka-share-" + options.groupId() + "-" + index, options.topics(),
-          () -> new KafkaShareConsumer<>(consumerProperties), this::delivery, sink, options.closeTimeout());
+          () -> new KafkaShareConsumer<>(consumerProperties), this::delivery, sink, options.closeTimeout(),
+          ShareMeters.of(options.meterRegistry(), options.groupId(), index));
       CompletableFuture<Void> closed = loop.closed();
       sink.onDispose(() -> {
         loop.stop();

@@ -3,7 +3,6 @@ package dev.idem.kafka.internal;
 import dev.idem.Delivery;
 import dev.idem.internal.LogText;
 import java.time.Duration;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -18,41 +17,43 @@ import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.ShareConsumer;
 import org.apache.kafka.common.TopicIdPartition;
+import org.apache.kafka.common.errors.UnsupportedVersionException;
 import org.apache.kafka.common.errors.WakeupException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.publisher.FluxSink;
 import reactor.core.publisher.Mono;
-import reactor.core.publisher.MonoSink;
 
 /**
  * One share consumer on a thread of its own. It polls, hands the poll's records downstream, and
- * then, as explicit acknowledgement requires, waits until every one of them is settled before it
- * polls again; the next poll carries the acknowledgements to the broker. While it waits it
+ * then, as explicit acknowledgement requires, polls again only once every record it holds is
+ * acknowledged; the next poll carries the acknowledgements to the broker. While it waits it
  * applies the settlements the pipeline sends ({@code ACCEPT}, {@code REJECT}, {@code RELEASE};
- * the client is single-threaded, so only this thread touches it), and warns once per poll when
- * its records near their acquisition lock (the broker's, from kafka-clients 4.2; else the
- * broker's default of 30 s).
+ * the client is single-threaded, so only this thread touches it).
  *
- * <p>Stopping (the subscription cancelled) releases every record of the poll not yet settled
+ * <p><b>Acquisition locks.</b> With kafka-clients 4.2 and later, records still in flight at half
+ * their lock (the lock the broker reported) are renewed ({@code RENEW}, KIP-1222): the renewal
+ * goes out with the next poll, the client hands the records back in a later poll (a poll that
+ * carries or returns renewals fetches nothing new, so the records in flight stay bounded), and a
+ * settlement that comes in between waits for its record ({@link HeldRecords}). A renewal the
+ * broker refuses ends with the record delivered again, and the dedup row keeps the effect single.
+ * Older clients cannot renew: a WARN names the records when 80% of the lock (else the broker's
+ * default of 30 s) has passed.
+ *
+ * <p>Stopping (the subscription cancelled) releases every acquired record not yet settled
  * ({@code RELEASE}: the broker hands it to another consumer at once), commits the
- * acknowledgements (up to the close timeout) and closes the consumer, which leaves the group.
+ * acknowledgements (up to the close timeout) and closes the consumer, which leaves the group
+ * (records whose renewal was under way return to the group then).
  */
 final class ShareLoop<T> implements Runnable {
 
   private static final Logger log = LoggerFactory.getLogger(ShareLoop.class);
   private static final Duration POLL_TIMEOUT = Duration.ofMillis(500);
+  /** How long a poll waits for renewed records to come back before the loop looks at its settlements again. */
+  private static final Duration RENEWAL_POLL_TIMEOUT = Duration.ofMillis(50);
   private static final long WAIT_STEP_MILLIS = 50;
   /** The acquisition lock assumed when the client cannot tell it (kafka-clients 4.1): the broker's default. */
   static final int DEFAULT_LOCK_MILLIS = 30_000;
-
-  private record Settlement(ConsumerRecord<byte[], byte[]> record, AcknowledgeType type, MonoSink<Void> sink) {}
-
-  private record Key(String topic, int partition, long offset) {
-    static Key of(ConsumerRecord<?, ?> record) {
-      return new Key(record.topic(), record.partition(), record.offset());
-    }
-  }
 
   private final String group;
   private final List<String> topics;
@@ -60,22 +61,31 @@ final class ShareLoop<T> implements Runnable {
   private final BiFunction<ConsumerRecord<byte[], byte[]>, ShareDelivery.Settler, Delivery<T>> deliveries;
   private final FluxSink<Delivery<T>> sink;
   private final Duration closeTimeout;
-  private final BlockingQueue<Settlement> settlements = new LinkedBlockingQueue<>();
+  private final ShareMeters meters;
+  private final BlockingQueue<ShareSettlement> settlements = new LinkedBlockingQueue<>();
   private final CompletableFuture<Void> closed = new CompletableFuture<>();
+  private final HeldRecords held = new HeldRecords();
   private final Thread thread;
   private volatile boolean stopping;
   private volatile boolean done;
   private volatile ShareConsumer<byte[], byte[]> consumer;
+  /** {@code RENEW}, while the client offers it and the broker has not refused it. */
+  private AcknowledgeType renew = ShareClients.renew().orElse(null);
+  private long lockNanos = TimeUnit.MILLISECONDS.toNanos(DEFAULT_LOCK_MILLIS);
+  private boolean renewedBefore;
+  /** The lock time of the records last warned about, so that a poll's records are warned about once. */
+  private long warnedAt = Long.MIN_VALUE;
 
   ShareLoop(String group, String name, List<String> topics, Supplier<ShareConsumer<byte[], byte[]>> consumers,
       BiFunction<ConsumerRecord<byte[], byte[]>, ShareDelivery.Settler, Delivery<T>> deliveries, FluxSink<Delivery<T>> sink,
-      Duration closeTimeout) {
+      Duration closeTimeout, ShareMeters meters) {
     this.group = group;
     this.topics = List.copyOf(topics);
     this.consumers = consumers;
     this.deliveries = deliveries;
     this.sink = sink;
     this.closeTimeout = closeTimeout;
+    this.meters = meters;
     this.thread = new Thread(this, name);
     this.thread.setDaemon(true);
   }
@@ -101,7 +111,7 @@ final class ShareLoop<T> implements Runnable {
   /** Queues a settlement for this loop's thread; completes once the client has it, fails when the loop is gone. */
   Mono<Void> settle(ConsumerRecord<byte[], byte[]> record, AcknowledgeType type) {
     return Mono.create(sink -> {
-      settlements.add(new Settlement(record, type, sink));
+      settlements.add(new ShareSettlement(record, type, sink));
       if (done) {
         refuseQueued();
       }
@@ -110,7 +120,6 @@ final class ShareLoop<T> implements Runnable {
 
   @Override
   public void run() {
-    Map<Key, ConsumerRecord<byte[], byte[]>> inFlight = new LinkedHashMap<>();
     Throwable failure = null;
     try {
       consumer = consumers.get();
@@ -119,18 +128,21 @@ final class ShareLoop<T> implements Runnable {
       }
       consumer.setAcknowledgementCommitCallback(this::committed);
       consumer.subscribe(topics);
+      meters.bind(consumer);
       while (!stopping) {
-        ConsumerRecords<byte[], byte[]> records = consumer.poll(POLL_TIMEOUT);
-        if (records.isEmpty()) {
+        if (held.anyAcquired()) {
+          awaitSettlements();
           continue;
         }
-        for (ConsumerRecord<byte[], byte[]> record : records) {
-          inFlight.put(Key.of(record), record);
+        applyQueued();
+        ConsumerRecords<byte[], byte[]> records = consumer.poll(held.anyRenewing() ? RENEWAL_POLL_TIMEOUT : POLL_TIMEOUT);
+        long now = System.nanoTime();
+        lockNanos = TimeUnit.MILLISECONDS.toNanos(ShareClients.acquisitionLockTimeoutMs(consumer).orElse(DEFAULT_LOCK_MILLIS));
+        lost(held.dropOverdue(now, lockNanos), "its renewal did not come back within the lock");
+        if (!records.isEmpty()) {
+          take(held.absorb(records, now));
         }
-        for (ConsumerRecord<byte[], byte[]> record : records) {
-          sink.next(deliveries.apply(record, this::settle));
-        }
-        awaitSettled(inFlight);
+        meters.held(held.size());
       }
     } catch (WakeupException e) {
       if (!stopping) {
@@ -141,7 +153,7 @@ final class ShareLoop<T> implements Runnable {
     } catch (Throwable e) {
       failure = e;
     } finally {
-      close(inFlight);
+      close();
       if (failure != null) {
         sink.error(failure);
       } else {
@@ -150,72 +162,149 @@ final class ShareLoop<T> implements Runnable {
     }
   }
 
-  /** Applies settlements until every record of the poll has one, warning when they near their lock. */
-  private void awaitSettled(Map<Key, ConsumerRecord<byte[], byte[]>> inFlight) throws InterruptedException {
-    long polledAt = System.nanoTime();
-    long lockNanos = TimeUnit.MILLISECONDS.toNanos(ShareClients.acquisitionLockTimeoutMs(consumer).orElse(DEFAULT_LOCK_MILLIS));
-    boolean warned = false;
-    while (!inFlight.isEmpty() && !stopping) {
-      Settlement first = settlements.poll(WAIT_STEP_MILLIS, TimeUnit.MILLISECONDS);
-      if (first != null) {
-        apply(first, inFlight);
-        for (Settlement s = settlements.poll(); s != null; s = settlements.poll()) {
-          apply(s, inFlight);
-        }
-      }
-      if (inFlight.isEmpty()) {
-        return;
-      }
-      long now = System.nanoTime();
-      if (!warned && now - polledAt >= lockNanos * 4 / 5) {
-        warned = true;
-        ConsumerRecord<byte[], byte[]> oldest = inFlight.values().iterator().next();
-        log.warn("Kafka share source '{}': {} records of a poll are still in flight after {} ms of their {} ms acquisition lock,"
-            + " for example {}-{}@{}; when the lock runs out the broker delivers them to another consumer (the dedup table keeps"
-            + " each effect single). Raise the group's share.record.lock.duration.ms above the slowest handler", group, inFlight.size(),
-            TimeUnit.NANOSECONDS.toMillis(now - polledAt), TimeUnit.NANOSECONDS.toMillis(lockNanos), oldest.topic(), oldest.partition(),
-            oldest.offset());
-      }
+  /** Hands fresh records downstream and applies the settlements that waited for returned ones. */
+  private void take(HeldRecords.Polled polled) {
+    lost(polled.lost(), "the broker delivered it again before its renewal came back");
+    for (HeldRecords.Held returned : polled.returned()) {
+      apply(held.takeWaiting(returned));
+    }
+    for (ConsumerRecord<byte[], byte[]> record : polled.fresh()) {
+      sink.next(deliveries.apply(record, this::settle));
     }
   }
 
-  private void apply(Settlement settlement, Map<Key, ConsumerRecord<byte[], byte[]>> inFlight) {
-    ConsumerRecord<byte[], byte[]> held = inFlight.remove(Key.of(settlement.record()));
-    if (held == null) {
-      settlement.sink().error(new IllegalStateException("record " + settlement.record().topic() + "-" + settlement.record().partition()
-          + "@" + settlement.record().offset() + " is not held by this share consumer; the broker delivers it again"));
+  /** Applies settlements for one wait step, then renews (or warns about) locks that near their end. */
+  private void awaitSettlements() throws InterruptedException {
+    ShareSettlement first = settlements.poll(WAIT_STEP_MILLIS, TimeUnit.MILLISECONDS);
+    if (first != null) {
+      apply(first);
+      applyQueued();
+    }
+    meters.held(held.size());
+    HeldRecords.Held oldest = held.oldestAcquired();
+    if (oldest == null) {
       return;
     }
+    long now = System.nanoTime();
+    long heldNanos = now - oldest.lockedAt();
+    if (renew != null && heldNanos >= lockNanos / 2) {
+      renewAcquired(now, oldest);
+    } else if (renew == null && heldNanos >= lockNanos * 4 / 5 && warnedAt != oldest.lockedAt()) {
+      warnedAt = oldest.lockedAt();
+      log.warn("Kafka share source '{}': {} records are still in flight after {} ms of their {} ms acquisition lock, for example {};"
+          + " when the lock runs out the broker delivers them to another consumer (the dedup table keeps each effect single)."
+          + " kafka-clients 4.2 renews locks; with this client, raise the group's share.record.lock.duration.ms above the slowest"
+          + " handler", group, held.size(), TimeUnit.NANOSECONDS.toMillis(heldNanos), TimeUnit.NANOSECONDS.toMillis(lockNanos),
+          HeldRecords.Key.of(oldest.record()));
+    }
+  }
+
+  /** Sends {@code RENEW} for every acquired record; the next poll carries it, a later one returns the records. */
+  private void renewAcquired(long now, HeldRecords.Held oldest) {
+    List<HeldRecords.Held> acquired = held.acquired();
+    long oldestMillis = HeldRecords.heldMillis(oldest, now);
     try {
-      consumer.acknowledge(held, settlement.type());
+      for (HeldRecords.Held h : acquired) {
+        consumer.acknowledge(h.record(), renew);
+        held.renewing(h, now);
+      }
+    } catch (RuntimeException e) {
+      renew = null;
+      log.warn("Kafka share source '{}' cannot renew acquisition locks ({}); records in flight past their lock are delivered again"
+          + " and found duplicates", group, LogText.error(e));
+      return;
+    }
+    meters.renewed(acquired.size());
+    String line = "Kafka share source '{}' renews the acquisition locks of {} records still in flight, the oldest ({}) for {} ms of"
+        + " its {} ms lock";
+    Object[] args = {group, acquired.size(), HeldRecords.Key.of(oldest.record()), oldestMillis,
+        TimeUnit.NANOSECONDS.toMillis(lockNanos)};
+    if (renewedBefore) {
+      log.debug(line, args);
+    } else {
+      renewedBefore = true;
+      log.info(line + " (handlers slower than half the group's share.record.lock.duration.ms; said once, then at DEBUG)", args);
+    }
+  }
+
+  private void applyQueued() {
+    for (ShareSettlement s = settlements.poll(); s != null; s = settlements.poll()) {
+      apply(s);
+    }
+  }
+
+  private void apply(ShareSettlement settlement) {
+    HeldRecords.Held record = held.get(settlement.record());
+    if (record == null) {
+      settlement.sink().error(new IllegalStateException("record " + settlement.where()
+          + " is not held by this share consumer; the broker delivers it again"));
+      return;
+    }
+    if (record.state() == HeldRecords.State.RENEWING) {
+      held.await(record, settlement);
+      return;
+    }
+    held.remove(record);
+    try {
+      consumer.acknowledge(record.record(), settlement.type());
       settlement.sink().success();
     } catch (RuntimeException e) {
       settlement.sink().error(e);
     }
   }
 
-  private void committed(Map<TopicIdPartition, Set<Long>> offsets, Exception error) {
-    if (error != null) {
-      log.warn("Kafka share source '{}': the broker refused acknowledgements of {} ({}); records whose acquisition lock ran out are"
-          + " delivered again and found duplicates", group, offsets, LogText.error(error));
+  /** Forgets records whose lock this consumer lost; a settlement that waited for one fails: the broker delivers it again. */
+  private void lost(List<HeldRecords.Held> records, String why) {
+    if (records.isEmpty()) {
+      return;
+    }
+    meters.lost(records.size());
+    log.warn("Kafka share source '{}' lost the acquisition lock of {} records, for example {}: {}; the broker delivers them again"
+        + " and the dedup table keeps each effect single", group, records.size(), HeldRecords.Key.of(records.get(0).record()), why);
+    for (HeldRecords.Held h : records) {
+      ShareSettlement waiting = held.takeWaiting(h);
+      if (waiting != null) {
+        waiting.sink().error(new IllegalStateException("record " + waiting.where() + " lost its acquisition lock (" + why
+            + "); the broker delivers it again"));
+      }
     }
   }
 
-  /** Releases the unsettled records of the last poll, commits, closes; fails settlements that come later. */
-  private void close(Map<Key, ConsumerRecord<byte[], byte[]>> inFlight) {
+  private void committed(Map<TopicIdPartition, Set<Long>> offsets, Exception error) {
+    if (error == null) {
+      return;
+    }
+    if (error instanceof UnsupportedVersionException && renew != null) {
+      renew = null;
+      log.warn("Kafka share source '{}': the broker does not support lock renewal (RENEW needs Kafka 4.2 brokers; {}); records in"
+          + " flight past their lock are delivered again and found duplicates", group, LogText.error(error));
+      return;
+    }
+    log.warn("Kafka share source '{}': the broker refused acknowledgements of {} ({}); records whose acquisition lock ran out are"
+        + " delivered again and found duplicates", group, offsets, LogText.error(error));
+  }
+
+  /** Releases the acquired records not settled, commits, closes; fails settlements that come later. */
+  private void close() {
     try {
       if (consumer != null) {
-        for (Settlement s = settlements.poll(); s != null; s = settlements.poll()) {
-          apply(s, inFlight);
+        applyQueued();
+        List<HeldRecords.Held> acquired = held.acquired();
+        for (HeldRecords.Held h : acquired) {
+          consumer.acknowledge(h.record(), AcknowledgeType.RELEASE);
         }
-        for (ConsumerRecord<byte[], byte[]> record : inFlight.values()) {
-          consumer.acknowledge(record, AcknowledgeType.RELEASE);
+        int renewing = held.size() - acquired.size();
+        for (HeldRecords.Held h : held.clear()) {
+          ShareSettlement waiting = held.takeWaiting(h);
+          if (waiting != null) {
+            waiting.sink().error(new IllegalStateException("record " + waiting.where() + " was not settled: its share consumer"
+                + " stopped while renewing its lock, and the broker delivers it again"));
+          }
         }
-        if (!inFlight.isEmpty()) {
-          log.info("Kafka share source '{}' released {} unsettled records on stopping; the broker delivers them again", group,
-              inFlight.size());
+        if (!acquired.isEmpty() || renewing > 0) {
+          log.info("Kafka share source '{}' released {} unsettled records on stopping ({} more, whose lock renewal was under way,"
+              + " return to the group as it leaves); the broker delivers them again", group, acquired.size(), renewing);
         }
-        inFlight.clear();
         try {
           try {
             consumer.commitSync(closeTimeout);
@@ -227,11 +316,13 @@ final class ShareLoop<T> implements Runnable {
           log.warn("Kafka share source '{}' could not commit its acknowledgements on stopping ({}); records whose acceptance was"
               + " lost are delivered again and found duplicates", group, LogText.error(e));
         }
+        meters.unbind();
         consumer.close(closeTimeout);
       }
     } catch (RuntimeException e) {
       log.warn("Kafka share source '{}': closing its consumer failed: {}", group, LogText.error(e));
     } finally {
+      meters.held(0);
       done = true;
       refuseQueued();
       closed.complete(null);
@@ -239,8 +330,8 @@ final class ShareLoop<T> implements Runnable {
   }
 
   private void refuseQueued() {
-    for (Settlement s = settlements.poll(); s != null; s = settlements.poll()) {
-      s.sink().error(new IllegalStateException("record " + s.record().topic() + "-" + s.record().partition() + "@" + s.record().offset()
+    for (ShareSettlement s = settlements.poll(); s != null; s = settlements.poll()) {
+      s.sink().error(new IllegalStateException("record " + s.where()
           + " was not settled: its share consumer has closed, and the broker delivers it again"));
     }
   }

@@ -37,6 +37,11 @@ final class ShareGroups {
     }
   }
 
+  /** Whether the kafka-clients on the class path renew acquisition locks ({@code AcknowledgeType.RENEW}, 4.2 and later). */
+  static boolean clientRenewsLocks() {
+    return java.util.Arrays.stream(AcknowledgeType.values()).anyMatch(type -> type.name().equals("RENEW"));
+  }
+
   /**
    * What the group still has to hand out: a plain share consumer of the group polls for
    * {@code window} and releases whatever it gets. A record that was neither accepted nor rejected
