@@ -23,6 +23,15 @@ interface Feed extends AutoCloseable {
   Source idemSource(int prefetch);
 
   /**
+   * Idem's share-group adapter for this row (Kafka only): {@code KafkaShareSource} with
+   * {@code consumers} share consumers on the row's group, which then reads the topic as a share
+   * group and not a consumer group.
+   */
+  default Source shareSource(int prefetch, int consumers) {
+    throw new UnsupportedOperationException("share groups are Kafka's");
+  }
+
+  /**
    * Called when every message settled, before the consumer stops: null when the broker agrees
    * (Kafka: the group's committed offsets reach the end), else what it saw.
    */

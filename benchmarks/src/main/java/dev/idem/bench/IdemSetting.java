@@ -39,6 +39,11 @@ record IdemSetting(String id, Ordering ordering, int concurrency, int prefetch, 
     return new IdemSetting(id, Ordering.BY_KEY, 8, 32, 1, false);
   }
 
+  /** This setting with another order. */
+  IdemSetting withOrdering(Ordering order) {
+    return new IdemSetting(id, order, concurrency, prefetch, maxBatchSize, setBased);
+  }
+
   /** This setting with the set-based {@link BatchHandler}. */
   IdemSetting withBatchHandler() {
     return new IdemSetting(id, ordering, concurrency, prefetch, maxBatchSize, true);

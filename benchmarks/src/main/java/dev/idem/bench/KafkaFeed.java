@@ -1,6 +1,7 @@
 package dev.idem.bench;
 
 import dev.idem.kafka.KafkaEngine;
+import dev.idem.kafka.KafkaShareSource;
 import dev.idem.kafka.KafkaSource;
 import dev.idem.kafka.KafkaSourceOptions;
 import java.nio.charset.StandardCharsets;
@@ -25,12 +26,16 @@ final class KafkaFeed implements Feed {
 
   /** {@code max.poll.records} of the blocking peers: the Kafka client's default. */
   static final int PEER_MAX_POLL_RECORDS = 500;
+  /** The share groups' acquisition lock: short, so that the check after a row waits two locks, not a minute. */
+  static final Duration SHARE_LOCK = Duration.ofSeconds(5);
 
   private final KafkaEnv kafka;
   private final String topic;
   private final String group;
   private final KafkaEngine engine;
   private final Duration stall;
+  /** Whether this row read the topic as a share group. */
+  private boolean share;
 
   KafkaFeed(KafkaEnv kafka, String topic, String group, KafkaEngine engine, Duration stall) {
     this.kafka = kafka;
@@ -173,13 +178,33 @@ final class KafkaFeed implements Feed {
   }
 
   @Override
+  public Source shareSource(int prefetch, int consumers) {
+    try {
+      kafka.configureShareGroup(group, SHARE_LOCK);
+    } catch (Exception e) {
+      throw new IllegalStateException("could not configure share group " + group + " (share groups need a Kafka 4.2+ broker)", e);
+    }
+    share = true;
+    KafkaShareSource<Payment> source = KafkaShareSource.create(KafkaSourceOptions.<Payment>builder()
+        .bootstrapServers(kafka.bootstrap())
+        .groupId(group)
+        .topics(topic)
+        .valueDeserializer(new Payment.KafkaDeserializer())
+        .prefetch(prefetch)
+        .build(), consumers);
+    return new Source(source.receive(), source::close);
+  }
+
+  /** A share group has no committed offsets to compare: its check is that nothing is left to hand out after the stop. */
+  @Override
   public String settledOnBroker() throws Exception {
-    return kafka.awaitCommittedToEnd(group, topic, Duration.ofSeconds(30));
+    return share ? null : kafka.awaitCommittedToEnd(group, topic, Duration.ofSeconds(30));
   }
 
   @Override
   public String drainedAfterStop() throws Exception {
-    return kafka.awaitCommittedToEnd(group, topic, Duration.ofSeconds(10));
+    return share ? kafka.shareLeftOver(group, topic, SHARE_LOCK.multipliedBy(2).plusSeconds(1))
+        : kafka.awaitCommittedToEnd(group, topic, Duration.ofSeconds(10));
   }
 
   @Override

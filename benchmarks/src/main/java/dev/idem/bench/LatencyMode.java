@@ -40,6 +40,9 @@ final class LatencyMode {
 
   private LatencyMode() {}
 
+  /** The row that reads a Kafka share group (KafkaShareSource, one share consumer) instead of a consumer group; Kafka only. */
+  static final String SHARE_ROW = "L4";
+
   private record Line(String broker, String mode, double publishedPerSecond, long[] sorted, List<String> failures, IdemSetting setting,
       TransactionTimes times) {}
 
@@ -52,9 +55,11 @@ final class LatencyMode {
     int total = options.rate * (options.seconds + WARMUP_SECONDS);
     Workload measured = Workload.generate((int) Math.round(total / (1 + options.duplicates)), options.duplicates, options.accounts, options.seed);
     List<IdemSetting> settings = Stream.of(IdemSetting.defaults("L1"), IdemSetting.oldDefaults("L2"),
-        new IdemSetting("L3", Ordering.BY_KEY, 4, 256, 64, true)).filter(setting -> options.runs(setting.id())).toList();
+        new IdemSetting("L3", Ordering.BY_KEY, 4, 256, 64, true), IdemSetting.defaults(SHARE_ROW).withOrdering(Ordering.UNORDERED))
+        .filter(setting -> options.runs(setting.id())).toList();
     if (settings.isEmpty()) {
-      throw new IllegalArgumentException("-Drows=" + System.getProperty("rows") + " names no latency row: L1 (defaults), L2 (old defaults), L3 (batch 64, BatchHandler)");
+      throw new IllegalArgumentException("-Drows=" + System.getProperty("rows") + " names no latency row: L1 (defaults), L2 (old defaults),"
+          + " L3 (batch 64, BatchHandler), L4 (defaults but UNORDERED, Kafka share group)");
     }
     if (settings.size() > 1 || options.kafka && options.rabbit) {
       // What one row leaves in a JVM (compiled code above all) must not shape the next row's figures.
@@ -72,6 +77,7 @@ final class LatencyMode {
             Workload workload = pass == 0 ? warm : measured;
             List<Line> into = pass == 0 ? warmUpLines : lines;
             for (IdemSetting setting : settings) {
+              boolean share = setting.id().equals(SHARE_ROW);
               String name = setting.id().toLowerCase(Locale.ROOT) + (pass == 0 ? "_warmup" : "");
               String topic = "bench_latency_" + suffix + "_" + name;
               String group = "bench-latency-" + suffix + "-" + name;
@@ -80,7 +86,8 @@ final class LatencyMode {
                   KafkaProducer<byte[], byte[]> producer = kafka.producer(0)) {
                 AtomicReference<Exception> sendFailure = new AtomicReference<>();
                 into.add(measure(pass == 0 ? "kafka warm-up" : "kafka", setting, options, db, tables, workload, feed,
-                    () -> await(() -> kafka.assignedPartitions(group, topic) == options.partitions, "the consumer group's assignment"),
+                    share ? () -> await(() -> kafka.shareMembers(group) >= 1, "the share group's member")
+                        : () -> await(() -> kafka.assignedPartitions(group, topic) == options.partitions, "the consumer group's assignment"),
                     i -> producer.send(KafkaEnv.record(topic, workload, i, System.nanoTime()), (m, e) -> {
                       if (e != null) {
                         sendFailure.compareAndSet(null, e);
@@ -104,7 +111,7 @@ final class LatencyMode {
           for (int pass = options.warmup > 0 ? 0 : 1; pass < 2; pass++) {
             Workload workload = pass == 0 ? warm : measured;
             List<Line> into = pass == 0 ? warmUpLines : lines;
-            for (IdemSetting setting : settings) {
+            for (IdemSetting setting : settings.stream().filter(setting -> !setting.id().equals(SHARE_ROW)).toList()) {
               String queue = "bench_latency_" + suffix + "_" + setting.id() + (pass == 0 ? "_warmup" : "");
               try (RabbitFeed feed = new RabbitFeed(rabbit, queue, null, options.stall);
                   Channel channel = rabbit.connection().createChannel()) {
@@ -193,7 +200,8 @@ final class LatencyMode {
       try {
         IdempotentConsumer<Payment> consumer = setting.consumer("idem-" + setting.id(), PostgresInbox.create(pool, tables.inbox()), tables.accounts(),
             times);
-        try (Feed.Source source = feed.idemSource(setting.prefetch())) {
+        try (Feed.Source source = setting.id().equals(SHARE_ROW) ? feed.shareSource(setting.prefetch(), 1)
+            : feed.idemSource(setting.prefetch())) {
           Disposable running = consumer.process(source.deliveries().doOnNext(d -> progress.received()))
               .subscribe(progress::settled, progress::failed);
           try {

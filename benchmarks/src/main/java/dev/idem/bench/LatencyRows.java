@@ -36,6 +36,9 @@ final class LatencyRows {
     try (KafkaEnv kafka = options.kafka ? KafkaEnv.start(options) : null) {
       for (String broker : brokers) {
         for (String row : rows) {
+          if (row.equals(LatencyMode.SHARE_ROW) && !broker.equals("kafka")) {
+            continue; // share groups are Kafka's
+          }
           List<String> jvm = new ArrayList<>();
           for (String[] property : Options.PROPERTIES) {
             String value = System.getProperty(property[0]);

@@ -2,6 +2,7 @@ package dev.idem.bench;
 
 import dev.idem.ConsumerMetrics;
 import dev.idem.IdempotentConsumer;
+import dev.idem.Ordering;
 import dev.idem.kafka.KafkaEngine;
 import dev.idem.postgres.PostgresConnections;
 import dev.idem.postgres.PostgresInbox;
@@ -66,10 +67,31 @@ final class ThroughputRows {
     row(results, "2", "JDBC loop, 1 transaction per message", RowResult.Kind.JDBC_MESSAGE, none, feed -> jdbc(feed, false));
     row(results, "3", "JDBC loop, 1 transaction per poll (JDBC batch)", RowResult.Kind.JDBC_POLL, none, feed -> jdbc(feed, true));
     for (IdemSetting setting : IdemSetting.throughputRows()) {
-      engineRows(results, setting.id(), setting.label(), RowResult.Kind.IDEM, feed -> idem(feed, setting));
+      engineRows(results, setting.id(), setting.label(), RowResult.Kind.IDEM, feed -> idem(feed, setting, 0));
+    }
+    if (broker.equals("kafka")) {
+      shareRows(results);
     }
     return results;
   }
+
+  /**
+   * Kafka share groups against a consumer group on the same topic, all with the defaults but
+   * {@code UNORDERED} (the only order a share group keeps) and the set-based handler: 6a reads
+   * through a consumer group, 6b through a share group with one share consumer, 6c with
+   * {@value #MANY_SHARE_CONSUMERS}, more consumers than the topic has partitions (4 by default).
+   */
+  private void shareRows(List<RowResult> results) {
+    IdemSetting setting = IdemSetting.defaults("6").withOrdering(Ordering.UNORDERED).withBatchHandler();
+    KafkaEngine engine = KafkaEngine.NATIVE;
+    row(results, "6a", setting.label() + ", consumer group", RowResult.Kind.IDEM, engine, feed -> idem(feed, setting, 0));
+    row(results, "6b", setting.label() + ", share group, 1 share consumer", RowResult.Kind.IDEM, engine, feed -> idem(feed, setting, 1));
+    row(results, "6c", setting.label() + ", share group, " + MANY_SHARE_CONSUMERS + " share consumers", RowResult.Kind.IDEM, engine,
+        feed -> idem(feed, setting, MANY_SHARE_CONSUMERS));
+  }
+
+  /** Share consumers in row 6c: twice the default partition count. */
+  static final int MANY_SHARE_CONSUMERS = 8;
 
   /** What a row measured and what its check observed. */
   private record Measured(Progress progress, Checker.Observation observation) {}
@@ -185,7 +207,8 @@ final class ThroughputRows {
     return new Measured(progress, observe(progress, drained));
   }
 
-  private Measured idem(Feed feed, IdemSetting setting) throws Exception {
+  /** {@code shareConsumers}: 0 reads through the row's consumer group, more through a share group with that many consumers. */
+  private Measured idem(Feed feed, IdemSetting setting, int shareConsumers) throws Exception {
     db.reset(tables, workload.accounts());
     Progress progress = new Progress(workload.total());
     BatchSizes batches = new BatchSizes();
@@ -194,7 +217,8 @@ final class ThroughputRows {
     try {
       IdempotentConsumer<Payment> consumer = setting.consumer("idem-" + setting.id(), PostgresInbox.create(pool, tables.inbox()), tables.accounts(),
           batches);
-      try (Feed.Source source = feed.idemSource(setting.prefetch())) {
+      try (Feed.Source source = shareConsumers == 0 ? feed.idemSource(setting.prefetch())
+          : feed.shareSource(setting.prefetch(), shareConsumers)) {
         Disposable running = consumer.process(source.deliveries().doOnNext(d -> progress.received()))
             .subscribe(progress::settled, progress::failed);
         try {

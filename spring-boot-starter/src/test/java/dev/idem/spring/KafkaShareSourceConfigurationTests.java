@@ -16,7 +16,8 @@ import reactor.core.publisher.Mono;
  * {@code idem.consumers.<name>.source.type: kafka-share}: a share group from
  * {@code application.yml}, with its share consumers, and the settings that cannot hold refused at
  * start with the property named. The share group itself is exercised against a real broker by
- * idem-kafka's {@code KafkaShareSourceIntegrationTests}; nothing here connects to a broker or a
+ * idem-kafka's {@code KafkaShareSourceIntegrationTests}, and a configured application by
+ * {@code KafkaShareConfiguredConsumerIntegrationTests}; nothing here connects to a broker or a
  * database.
  */
 class KafkaShareSourceConfigurationTests {
