@@ -60,8 +60,10 @@ final class MicrometerShareMeters implements ShareMeters {
     refresh();
   }
 
+  /** Removes this consumer's meters (the counters stay: they count for the whole source); safe to call again. */
   @Override
   public void unbind() {
+    held.set(0);
     clientMeters.forEach(registry::remove);
     clientMeters.clear();
     bound.clear();

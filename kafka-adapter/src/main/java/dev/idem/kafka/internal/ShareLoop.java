@@ -316,13 +316,12 @@ final class ShareLoop<T> implements Runnable {
           log.warn("Kafka share source '{}' could not commit its acknowledgements on stopping ({}); records whose acceptance was"
               + " lost are delivered again and found duplicates", group, LogText.error(e));
         }
-        meters.unbind();
         consumer.close(closeTimeout);
       }
     } catch (RuntimeException e) {
       log.warn("Kafka share source '{}': closing its consumer failed: {}", group, LogText.error(e));
     } finally {
-      meters.held(0);
+      meters.unbind();
       done = true;
       refuseQueued();
       closed.complete(null);
