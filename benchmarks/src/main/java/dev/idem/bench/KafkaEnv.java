@@ -1,6 +1,7 @@
 package dev.idem.bench;
 
 import dev.idem.kafka.testing.EmbeddedKafkaBroker;
+import dev.idem.kafka.testing.ShareGroups;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.HashMap;
@@ -14,24 +15,16 @@ import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.IntStream;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
-import org.apache.kafka.clients.admin.AlterConfigOp;
-import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.admin.ListOffsetsResult;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.admin.TopicDescription;
-import org.apache.kafka.clients.consumer.AcknowledgeType;
-import org.apache.kafka.clients.consumer.ConsumerConfig;
-import org.apache.kafka.clients.consumer.ConsumerRecord;
-import org.apache.kafka.clients.consumer.KafkaShareConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
-import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 /**
@@ -232,38 +225,18 @@ final class KafkaEnv implements AutoCloseable {
    * Configures a share group before its first consumer joins: it reads from the beginning, and
    * holds a record's acquisition lock for {@code lock}.
    */
-  void configureShareGroup(String group, Duration lock) throws Exception {
-    ConfigResource resource = new ConfigResource(ConfigResource.Type.GROUP, group);
-    List<AlterConfigOp> ops = List.of(
-        new AlterConfigOp(new ConfigEntry("share.auto.offset.reset", "earliest"), AlterConfigOp.OpType.SET),
-        new AlterConfigOp(new ConfigEntry("share.record.lock.duration.ms", Long.toString(lock.toMillis())), AlterConfigOp.OpType.SET));
-    admin.incrementalAlterConfigs(Map.of(resource, ops)).all().get(30, TimeUnit.SECONDS);
+  void configureShareGroup(String group, Duration lock) {
+    ShareGroups.configure(admin, group, Map.of("share.auto.offset.reset", "earliest", "share.record.lock.duration.ms",
+        Long.toString(lock.toMillis())));
   }
 
   /**
-   * What a share group still has to hand out: a plain share consumer of the group polls for
-   * {@code window} (longer than twice the group's lock, so that a record nobody acknowledged for
-   * good comes back within it) and releases what it gets. Null when nothing came, else what did.
+   * What a share group still has to hand out after a row ({@link ShareGroups#leftOver}, polling
+   * for {@code window}, longer than twice the group's lock). Null when nothing came, else what did.
    */
   String shareLeftOver(String group, String topic, Duration window) {
-    Properties props = new Properties();
-    props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
-    props.put(ConsumerConfig.GROUP_ID_CONFIG, group);
-    props.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class);
-    props.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class);
-    props.put("share.acknowledgement.mode", "explicit");
-    int left = 0;
-    try (KafkaShareConsumer<byte[], byte[]> consumer = new KafkaShareConsumer<>(props)) {
-      consumer.subscribe(List.of(topic));
-      long end = System.nanoTime() + window.toNanos();
-      while (System.nanoTime() < end) {
-        for (ConsumerRecord<byte[], byte[]> record : consumer.poll(Duration.ofMillis(200))) {
-          left++;
-          consumer.acknowledge(record, AcknowledgeType.RELEASE);
-        }
-      }
-    }
-    return left == 0 ? null : left + " records still in share group " + group + " after the row";
+    List<String> left = ShareGroups.leftOver(bootstrap, group, topic, window);
+    return left.isEmpty() ? null : left.size() + " records still in share group " + group + " after the row, for example " + left.get(0);
   }
 
   /** The members of a share group (0 until the first joined). */

@@ -179,11 +179,7 @@ final class KafkaFeed implements Feed {
 
   @Override
   public Source shareSource(int prefetch, int consumers) {
-    try {
-      kafka.configureShareGroup(group, SHARE_LOCK);
-    } catch (Exception e) {
-      throw new IllegalStateException("could not configure share group " + group + " (share groups need a Kafka 4.2+ broker)", e);
-    }
+    kafka.configureShareGroup(group, SHARE_LOCK);
     share = true;
     KafkaShareSource<Payment> source = KafkaShareSource.create(KafkaSourceOptions.<Payment>builder()
         .bootstrapServers(kafka.bootstrap())

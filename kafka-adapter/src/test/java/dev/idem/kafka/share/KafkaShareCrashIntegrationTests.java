@@ -5,6 +5,7 @@ import static org.awaitility.Awaitility.await;
 
 import dev.idem.kafka.testing.ConsumerProcess;
 import dev.idem.kafka.testing.KafkaService;
+import dev.idem.kafka.testing.ShareGroups;
 import dev.idem.postgres.PostgresInbox;
 import dev.idem.testing.PostgresService;
 import io.r2dbc.pool.ConnectionPool;

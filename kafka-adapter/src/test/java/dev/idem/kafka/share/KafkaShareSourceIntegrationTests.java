@@ -13,6 +13,7 @@ import dev.idem.kafka.KafkaDeadLetterReplayer;
 import dev.idem.kafka.KafkaShareSource;
 import dev.idem.kafka.KafkaSourceOptions;
 import dev.idem.kafka.testing.KafkaService;
+import dev.idem.kafka.testing.ShareGroups;
 import dev.idem.kafka.testing.StrictUtf8Deserializer;
 import dev.idem.postgres.PostgresInbox;
 import dev.idem.testing.PostgresService;
