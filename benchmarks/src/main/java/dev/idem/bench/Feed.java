@@ -13,7 +13,7 @@ interface Feed extends AutoCloseable {
   /** The broker alone: consume, commit offsets (Kafka, per poll) or ack (RabbitMQ, per message); no database. */
   void brokerOnly(Progress progress, java.util.Set<String> idsSeen) throws Exception;
 
-  /** One transaction per message: dedup insert, UPDATE, COMMIT, then the offset commit or ack of that message. */
+  /** One transaction per message: dedup insert, UPDATE, COMMIT; then the ack of that message (RabbitMQ), or the poll's offsets once its records are done (Kafka). */
   void jdbcPerMessage(Progress progress, Database db, Database.Tables tables) throws Exception;
 
   /** One transaction per poll: one dedup insert returning the new ids, a JDBC batch of UPDATEs, COMMIT, then commit or ack the poll. */
