@@ -24,6 +24,9 @@ import org.apache.kafka.common.utils.AppInfoParser;
  */
 public final class Benchmark {
 
+  /** Distinct messages of a throughput row on either broker, unless {@code -Dmessages} says otherwise: long enough to measure (30 s and more here). */
+  static final int DEFAULT_MESSAGES = 400_000;
+
   /** RabbitMQ's rows run once; the Kafka engine means nothing to them. */
   private static final List<KafkaEngine> RABBIT_ENGINES = List.of(KafkaEngine.NATIVE);
 
@@ -73,7 +76,7 @@ public final class Benchmark {
     double load = Jvm.loadAverage();
     try {
       if (options.kafka) {
-        Workload workload = Workload.generate(options.messages(200_000), options.duplicates, options.accounts, options.seed);
+        Workload workload = Workload.generate(options.messages(DEFAULT_MESSAGES), options.duplicates, options.accounts, options.seed);
         try (KafkaEnv kafka = KafkaEnv.start(options)) {
           if (options.warmup > 0) {
             Workload warm = Workload.generate(options.warmup, options.duplicates, options.accounts, options.seed + 1);
@@ -82,7 +85,7 @@ public final class Benchmark {
             kafka.publish(warmTopic, warm);
             warmUpFailures.addAll(failedRows(new ThroughputRows("kafka", "kafka warm-up", options, db, tables, warm,
                 (rowId, engine) -> new KafkaFeed(kafka, warmTopic, "bench-warmup-" + suffix + "-" + rowId, engine, options.stall),
-                options.kafkaEngines).run(), "warm-up "));
+                options.kafkaEngines, 1).run(), "warm-up "));
             kafka.deleteTopic(warmTopic);
           }
           String topic = "bench_payments_" + suffix;
@@ -94,23 +97,25 @@ public final class Benchmark {
               + "per row reads from the beginning; kafka-clients %s; %s", workload.distinct(), workload.duplicates(), options.partitions,
               AppInfoParser.getVersion(), kafka.where()));
           results.addAll(new ThroughputRows("kafka", "kafka", options, db, tables, workload,
-              (rowId, engine) -> new KafkaFeed(kafka, topic, "bench-" + suffix + "-" + rowId, engine, options.stall), options.kafkaEngines).run());
+              (rowId, engine) -> new KafkaFeed(kafka, topic, "bench-" + suffix + "-" + rowId, engine, options.stall), options.kafkaEngines,
+              options.rounds).run());
           kafka.deleteTopic(topic);
         }
       }
       if (options.rabbit) {
-        Workload workload = Workload.generate(options.messages(100_000), options.duplicates, options.accounts, options.seed);
+        Workload workload = Workload.generate(options.messages(DEFAULT_MESSAGES), options.duplicates, options.accounts, options.seed);
         try (RabbitEnv rabbit = new RabbitEnv(options.rabbitUri, options.rabbitQuorum)) {
           setup.add(String.format(Locale.ROOT, "rabbit: %,d messages + %,d producer duplicates, published to a fresh queue before each row; %s at %s",
               workload.distinct(), workload.duplicates(), rabbit.version(), Options.masked(options.rabbitUri)));
           if (options.warmup > 0) {
             Workload warm = Workload.generate(options.warmup, options.duplicates, options.accounts, options.seed + 1);
             warmUpFailures.addAll(failedRows(new ThroughputRows("rabbit", "rabbit warm-up", options, db, tables, warm,
-                (rowId, engine) -> new RabbitFeed(rabbit, "bench_warmup_" + suffix + "_" + rowId, warm, options.stall), RABBIT_ENGINES).run(),
+                (rowId, engine) -> new RabbitFeed(rabbit, "bench_warmup_" + suffix + "_" + rowId, warm, options.stall), RABBIT_ENGINES, 1).run(),
                 "warm-up "));
           }
           results.addAll(new ThroughputRows("rabbit", "rabbit", options, db, tables, workload,
-              (rowId, engine) -> new RabbitFeed(rabbit, "bench_payments_" + suffix + "_" + rowId, workload, options.stall), RABBIT_ENGINES).run());
+              (rowId, engine) -> new RabbitFeed(rabbit, "bench_payments_" + suffix + "_" + rowId, workload, options.stall), RABBIT_ENGINES,
+              options.rounds).run());
         }
       }
     } finally {

@@ -24,7 +24,7 @@ final class Options {
   static final String[][] PROPERTIES = {
       {"mode", "throughput (default): the table; memory: drain a backlog with default settings in a child JVM and report its heap; latency: p50/p99 publish-to-settle at a fixed rate"},
       {"broker", "kafka, rabbit or both (default both; memory mode: Kafka only)"},
-      {"messages", "distinct messages (default 200000 for Kafka and 100000 for RabbitMQ; memory 1000000)"},
+      {"messages", "distinct messages (default 400000 per broker, rows of 30 s and more; memory 1000000)"},
       {"duplicates", "producer duplicates as a fraction of the messages (default 0.05)"},
       {"accounts", "accounts (default 1000)"},
       {"partitions", "Kafka partitions (default 4)"},
@@ -32,9 +32,8 @@ final class Options {
           + "L1 (defaults), L2 (old defaults), L3 (batch 64, BatchHandler), L4 (defaults but UNORDERED on a Kafka share group), e.g. -Drows=L2 to measure one row in a JVM of its own"},
       {"kafkaEngine", "the Kafka adapter's engine in rows 1b and 4a-5d: native (default), reactor-kafka or both (each of those rows once per engine, "
           + "the Reactor Kafka ones as 1b-rk, 4b-rk, ..., and a column native over Reactor Kafka); reactor-kafka and both need -Dkafka.version=3.9.1"},
-      {"engineRounds", "with -DkafkaEngine=both: timed rounds of each row through the adapter after one untimed settling round, the engines' "
-          + "order reversed every other round (default 2: native, Reactor Kafka, Reactor Kafka, native; a later row in the JVM runs faster); "
-          + "each engine's row reports its timed rounds together"},
+      {"rounds", "throughput mode: timed rounds of every row, in the table's order and reversed every other round (a later row in a JVM runs"
+          + " faster); each row reports its median round and every round's rate (default 3)"},
       {"warmup", "messages of the untimed warm-up pass through the same rows before the timed ones, per broker (default 100000 in throughput mode, "
           + "where the JIT needs that many for Idem's rows to reach their steady CPU per message; 5000 in latency mode; 0: none)"},
       {"postgres", "postgresql://user[:password]@host:port/database (default postgresql://postgres@127.0.0.1:5432/test)"},
@@ -60,7 +59,7 @@ final class Options {
   final int partitions;
   final Set<String> rows;
   final List<KafkaEngine> kafkaEngines;
-  final int engineRounds;
+  final int rounds;
   final int warmup;
   final String postgres;
   final String kafkaBootstrap;
@@ -93,7 +92,7 @@ final class Options {
       throw new IllegalArgumentException("-DkafkaEngine=" + System.getProperty("kafkaEngine") + " runs Reactor Kafka, which needs kafka-clients 3.x, but "
           + AppInfoParser.getVersion() + " is on the class path: add -Dkafka.version=3.9.1 to the command line");
     }
-    engineRounds = positive("engineRounds", 2);
+    rounds = positive("rounds", 3);
     warmup = System.getProperty("warmup", "").trim().equals("0") ? 0 : positive("warmup", mode.equals("throughput") ? 100_000 : 5000);
     postgres = System.getProperty("postgres", "postgresql://postgres@127.0.0.1:5432/test");
     String bootstrap = System.getProperty("kafka", "").trim();

@@ -9,21 +9,20 @@ import java.util.Set;
  * The one table of a throughput run, as a Markdown table with aligned columns: each row's rate,
  * each Idem row's rate as a multiple of its broker's peers (the broker alone, the JDBC loop with a
  * transaction per message, the JDBC loop with a transaction per poll), the consumer's CPU per
- * 1,000 messages, and the check. When rows ran on both Kafka engines, a column gives each native
- * row's rate over its Reactor Kafka twin ({@code 4b} over {@code 4b-rk}).
+ * 1,000 messages, and the check. When row 0 ran, a column gives each Idem row's rate over the
+ * database alone; when rows ran on both Kafka engines, a column gives each native row's rate over
+ * its Reactor Kafka twin ({@code 4b} over {@code 4b-rk}). A ratio column whose peer did not run is
+ * left out.
  */
 final class ResultTable {
 
-  private static final String[] HEADER = {"broker", "row", "msg/s", "x broker", "x JDBC tx/msg", "x JDBC tx/poll", "x Reactor Kafka", "CPU s/1k msg",
-      "check"};
+  private static final String[] HEADER = {"broker", "row", "msg/s", "x database", "x broker", "x JDBC tx/msg", "x JDBC tx/poll", "x Reactor Kafka",
+      "CPU s/1k msg", "check"};
   private static final Set<String> LEFT_ALIGNED = Set.of("broker", "row", "check");
-  /** The column of native over Reactor Kafka, left out when no row ran on Reactor Kafka. */
-  private static final int ENGINE_COLUMN = 6;
 
   private ResultTable() {}
 
   static String format(List<RowResult> rows) {
-    boolean engines = rows.stream().anyMatch(r -> r.id().endsWith(ThroughputRows.REACTOR_KAFKA_SUFFIX));
     List<String[]> cells = new ArrayList<>();
     cells.add(HEADER);
     for (RowResult row : rows) {
@@ -34,6 +33,7 @@ final class ResultTable {
           row.broker(),
           row.id() + " " + row.name(),
           row.ok() ? String.format(Locale.ROOT, "%,.0f", row.messagesPerSecond()) : "-",
+          ratios ? ratio(row, peer(rows, row.broker(), RowResult.Kind.DATABASE)) : "",
           ratios || row.kind() == RowResult.Kind.ADAPTER ? ratio(row, peer(rows, row.broker(), RowResult.Kind.BROKER)) : "",
           ratios ? ratio(row, peer(rows, row.broker(), RowResult.Kind.JDBC_MESSAGE)) : "",
           ratios ? ratio(row, peer(rows, row.broker(), RowResult.Kind.JDBC_POLL)) : "",
@@ -42,8 +42,12 @@ final class ResultTable {
           row.ok() ? "ok" : "FAILED: " + String.join("; ", row.failures())
       });
     }
-    if (!engines) {
-      cells.replaceAll(line -> without(line, ENGINE_COLUMN));
+    // A ratio column whose peer did not run (row 0, the Reactor Kafka twins) is left out.
+    for (int column = HEADER.length - 1; column >= 0; column--) {
+      int c = column;
+      if (HEADER[c].startsWith("x ") && cells.stream().skip(1).allMatch(line -> line[c].isEmpty() || line[c].equals("-"))) {
+        cells.replaceAll(line -> without(line, c));
+      }
     }
     String[] header = cells.get(0);
     int[] widths = new int[header.length];

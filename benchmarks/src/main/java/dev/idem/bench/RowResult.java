@@ -1,7 +1,9 @@
 package dev.idem.bench;
 
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
+import java.util.Locale;
 
 /**
  * One row of the table.
@@ -19,6 +21,8 @@ record RowResult(String broker, String id, String name, Kind kind, long messages
 
   /** The peers an Idem row is compared with, and Idem itself. */
   enum Kind {
+    /** The database alone: the set-based SQL fed from memory by one JDBC writer, no broker. */
+    DATABASE,
     /** The broker's own rate: consume and commit or ack, no database. */
     BROKER,
     /** Idem's adapter alone: deliveries acknowledged at once, no database. */
@@ -40,26 +44,24 @@ record RowResult(String broker, String id, String name, Kind kind, long messages
   }
 
   /**
-   * Several runs of one row (rounds) as one: their messages over their summed time, their CPU over
-   * their messages, every failure.
+   * Several rounds of one row as one: the round with the median rate (of an even number, the
+   * lower of the middle two), its CPU, every round's failures, and each round's rate in the name.
    */
-  static RowResult combined(List<RowResult> runs) {
-    RowResult first = runs.get(0);
-    if (runs.size() == 1) {
-      return first;
+  static RowResult median(List<RowResult> rounds) {
+    if (rounds.size() == 1) {
+      return rounds.get(0);
     }
-    long messages = 0;
-    long nanos = 0;
-    long cpu = 0;
+    List<RowResult> sorted = new ArrayList<>(rounds);
+    sorted.sort(Comparator.comparingDouble(r -> r.ok() ? r.messagesPerSecond() : 0));
+    RowResult median = sorted.get((sorted.size() - 1) / 2);
     List<String> failures = new ArrayList<>();
-    for (RowResult r : runs) {
-      messages += r.messages;
-      nanos += r.nanos;
-      cpu += r.cpuNanos;
+    StringBuilder each = new StringBuilder();
+    for (RowResult r : rounds) {
       failures.addAll(r.failures);
+      each.append(each.length() == 0 ? "" : " / ").append(r.ok() ? String.format(Locale.ROOT, "%,.0f", r.messagesPerSecond()) : "failed");
     }
-    String name = first.name + " (" + runs.size() + " rounds)";
-    return new RowResult(first.broker, first.id, name, first.kind, messages, nanos, cpu, failures);
+    String name = rounds.get(0).name + " [median of " + rounds.size() + " rounds: " + each + " msg/s]";
+    return new RowResult(median.broker, median.id, name, median.kind, median.messages, median.nanos, median.cpuNanos, failures);
   }
 
   boolean ok() {

@@ -7,9 +7,12 @@ import dev.idem.kafka.KafkaEngine;
 import dev.idem.postgres.PostgresConnections;
 import dev.idem.postgres.PostgresInbox;
 import io.r2dbc.pool.ConnectionPool;
+import java.sql.Array;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
 import java.util.ArrayList;
 import java.util.Collections;
-import java.util.EnumMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -45,10 +48,15 @@ final class ThroughputRows {
   private final Workload workload;
   private final FeedFactory feeds;
   private final List<KafkaEngine> engines;
+  private final int rounds;
 
-  /** {@code engines}: the rows through the adapter (1b, 4a-5d) run once per engine; RabbitMQ passes one, which it ignores. */
+  /**
+   * {@code engines}: the rows through the adapter (1b, 4a-5d) run once per engine; RabbitMQ passes
+   * one, which it ignores. {@code rounds}: how often each row runs, in the table's order and then
+   * reversed, alternately; each row reports its median round.
+   */
   ThroughputRows(String broker, String label, Options options, Database db, Database.Tables tables, Workload workload, FeedFactory feeds,
-      List<KafkaEngine> engines) {
+      List<KafkaEngine> engines, int rounds) {
     this.broker = broker;
     this.label = label;
     this.options = options;
@@ -57,41 +65,73 @@ final class ThroughputRows {
     this.workload = workload;
     this.feeds = feeds;
     this.engines = engines;
+    this.rounds = rounds;
   }
 
   List<RowResult> run() {
-    List<RowResult> results = new ArrayList<>();
+    List<Spec> specs = specs();
+    Map<String, List<RowResult>> rounds = new LinkedHashMap<>();
+    for (int round = 1; round <= this.rounds; round++) {
+      List<Spec> order = new ArrayList<>(specs);
+      if (round % 2 == 0) {
+        Collections.reverse(order);
+      }
+      for (Spec spec : order) {
+        String feedId = spec.id() + (this.rounds > 1 ? "-round" + round : "");
+        rounds.computeIfAbsent(spec.id(), id -> new ArrayList<>()).add(measure(feedId, spec));
+      }
+    }
+    return specs.stream().map(spec -> RowResult.median(rounds.get(spec.id()))).toList();
+  }
+
+  /** One row of the table: what it runs, on which Kafka engine. */
+  private record Spec(String baseId, String name, RowResult.Kind kind, KafkaEngine engine, RowBody body) {
+    String id() {
+      return baseId + suffix(engine);
+    }
+  }
+
+  /** The rows asked for, in the table's order; the rows through the adapter once per engine. */
+  private List<Spec> specs() {
+    List<Spec> specs = new ArrayList<>();
     KafkaEngine none = KafkaEngine.NATIVE;
-    row(results, "1", "broker only: consume + commit/ack, no database", RowResult.Kind.BROKER, none, this::brokerOnly);
-    engineRows(results, "1b", "Idem adapter only: receive + ack, no database", RowResult.Kind.ADAPTER, this::adapterOnly);
-    row(results, "2", "JDBC loop, 1 transaction per message", RowResult.Kind.JDBC_MESSAGE, none, feed -> jdbc(feed, false));
-    row(results, "3", "JDBC loop, 1 transaction per poll (JDBC batch)", RowResult.Kind.JDBC_POLL, none, feed -> jdbc(feed, true));
+    add(specs, "0", "database alone: the set-based SQL from memory, 1 JDBC writer, " + DATABASE_BATCH + "-row transactions",
+        RowResult.Kind.DATABASE, none, feed -> databaseAlone());
+    add(specs, "1", "broker only: consume + commit/ack, no database", RowResult.Kind.BROKER, none, this::brokerOnly);
+    for (KafkaEngine engine : engines) {
+      add(specs, "1b", "Idem adapter only: receive + ack, no database", RowResult.Kind.ADAPTER, engine, this::adapterOnly);
+    }
+    add(specs, "2", "JDBC loop, 1 transaction per message", RowResult.Kind.JDBC_MESSAGE, none, feed -> jdbc(feed, false));
+    add(specs, "3", "JDBC loop, 1 transaction per poll (JDBC batch)", RowResult.Kind.JDBC_POLL, none, feed -> jdbc(feed, true));
     for (IdemSetting setting : IdemSetting.throughputRows()) {
-      engineRows(results, setting.id(), setting.label(), RowResult.Kind.IDEM, feed -> idem(feed, setting, 0));
+      for (KafkaEngine engine : engines) {
+        add(specs, setting.id(), setting.label(), RowResult.Kind.IDEM, engine, feed -> idem(feed, setting, 0));
+      }
     }
     if (broker.equals("kafka")) {
-      shareRows(results);
+      IdemSetting setting = IdemSetting.defaults("6").withOrdering(Ordering.UNORDERED).withBatchHandler();
+      add(specs, "6a", setting.label() + ", consumer group", RowResult.Kind.IDEM, none, feed -> idem(feed, setting, 0));
+      add(specs, "6b", setting.label() + ", share group, 1 share consumer", RowResult.Kind.IDEM, none, feed -> idem(feed, setting, 1));
+      add(specs, "6c", setting.label() + ", share group, " + MANY_SHARE_CONSUMERS + " share consumers", RowResult.Kind.IDEM, none,
+          feed -> idem(feed, setting, MANY_SHARE_CONSUMERS));
     }
-    return results;
+    return specs;
+  }
+
+  private void add(List<Spec> specs, String baseId, String name, RowResult.Kind kind, KafkaEngine engine, RowBody body) {
+    if (options.runs(baseId, engine)) {
+      specs.add(new Spec(baseId, name + (engine == KafkaEngine.REACTOR_KAFKA ? " (Reactor Kafka)" : ""), kind, engine, body));
+    }
   }
 
   /**
-   * Kafka share groups against a consumer group on the same topic, all with the defaults but
-   * {@code UNORDERED} (the only order a share group keeps) and the set-based handler: 6a reads
-   * through a consumer group, 6b through a share group with one share consumer, 6c with
-   * {@value #MANY_SHARE_CONSUMERS}, more consumers than the topic has partitions (4 by default).
+   * Share consumers in row 6c: twice the default partition count. Rows 6a-6c compare a share group
+   * with a consumer group on the same topic, all with the defaults but {@code UNORDERED} (the only
+   * order a share group keeps) and the set-based handler.
    */
-  private void shareRows(List<RowResult> results) {
-    IdemSetting setting = IdemSetting.defaults("6").withOrdering(Ordering.UNORDERED).withBatchHandler();
-    KafkaEngine engine = KafkaEngine.NATIVE;
-    row(results, "6a", setting.label() + ", consumer group", RowResult.Kind.IDEM, engine, feed -> idem(feed, setting, 0));
-    row(results, "6b", setting.label() + ", share group, 1 share consumer", RowResult.Kind.IDEM, engine, feed -> idem(feed, setting, 1));
-    row(results, "6c", setting.label() + ", share group, " + MANY_SHARE_CONSUMERS + " share consumers", RowResult.Kind.IDEM, engine,
-        feed -> idem(feed, setting, MANY_SHARE_CONSUMERS));
-  }
-
-  /** Share consumers in row 6c: twice the default partition count. */
   static final int MANY_SHARE_CONSUMERS = 8;
+  /** Row 0's transaction size: the JDBC loops' poll size. */
+  static final int DATABASE_BATCH = 500;
 
   /** What a row measured and what its check observed. */
   private record Measured(Progress progress, Checker.Observation observation) {}
@@ -101,50 +141,12 @@ final class ThroughputRows {
     Measured run(Feed feed) throws Exception;
   }
 
-  /**
-   * A row through the adapter, once per engine. With two engines, an untimed settling round on the
-   * same workload (each engine once, results only on standard error) comes first, then
-   * {@code -DengineRounds} timed rounds (default 2), the engines' order reversed every other round
-   * (native, Reactor Kafka, then Reactor Kafka, native); each engine's row reports its timed rounds
-   * together (messages over time, CPU over messages). Measured why: in one JVM, whichever row ran
-   * first was the slowest by far even after the warm-up pass (5d: 19,435 msg/s first, then 28,438 to
-   * 43,904 in the seven rows after it, either engine), which in a single round decided the
-   * comparison by the order the engines ran in.
-   */
-  private void engineRows(List<RowResult> results, String baseId, String baseName, RowResult.Kind kind, RowBody body) {
-    List<KafkaEngine> asked = engines.stream().filter(e -> options.runs(baseId, e)).toList();
-    if (asked.size() < 2) {
-      asked.forEach(engine -> row(results, baseId, baseName, kind, engine, body));
-      return;
-    }
-    for (KafkaEngine engine : asked) {
-      measure(baseId + suffix(engine) + "-settling", baseId, baseName + " (untimed settling round)", kind, engine, body);
-    }
-    Map<KafkaEngine, List<RowResult>> byEngine = new EnumMap<>(KafkaEngine.class);
-    for (int round = 0; round < options.engineRounds; round++) {
-      List<KafkaEngine> order = new ArrayList<>(asked);
-      if (round % 2 == 1) {
-        Collections.reverse(order);
-      }
-      for (KafkaEngine engine : order) {
-        String feedId = baseId + suffix(engine) + "-round" + (round + 1);
-        byEngine.computeIfAbsent(engine, e -> new ArrayList<>()).add(measure(feedId, baseId, baseName, kind, engine, body));
-      }
-    }
-    for (KafkaEngine engine : asked) {
-      results.add(RowResult.combined(byEngine.get(engine)));
-    }
-  }
-
-  private void row(List<RowResult> results, String baseId, String baseName, RowResult.Kind kind, KafkaEngine engine, RowBody body) {
-    if (options.runs(baseId, engine)) {
-      results.add(measure(baseId + suffix(engine), baseId, baseName, kind, engine, body));
-    }
-  }
-
-  private RowResult measure(String feedId, String baseId, String baseName, RowResult.Kind kind, KafkaEngine engine, RowBody body) {
-    String id = baseId + suffix(engine);
-    String name = baseName + (engine == KafkaEngine.REACTOR_KAFKA ? " (Reactor Kafka)" : "");
+  private RowResult measure(String feedId, Spec spec) {
+    String id = spec.id();
+    String name = spec.name();
+    KafkaEngine engine = spec.engine();
+    RowBody body = spec.body();
+    RowResult.Kind kind = spec.kind();
     System.err.printf(Locale.ROOT, "[%s] row %s %s ...%n", label, feedId, name);
     RowResult result;
     try (Feed feed = feeds.open(feedId, engine)) {
@@ -162,6 +164,55 @@ final class ThroughputRows {
     System.err.printf(Locale.ROOT, "[%s] row %s: %,.0f msg/s, %.3f CPU s/1k msg, %s%n", label, feedId, result.messagesPerSecond(),
         result.cpuSecondsPerThousand(), result.ok() ? "ok" : "FAILED " + result.failures());
     return result;
+  }
+
+  /**
+   * Row 0: the workload's events in order, from memory, through the SQL of the set-based handler
+   * (one dedup insert returning the new ids, one UPDATE of the per-account sums) by one JDBC
+   * writer in transactions of {@value #DATABASE_BATCH}: the rate this machine's PostgreSQL allows
+   * that SQL, with no broker in the way.
+   */
+  private Measured databaseAlone() throws Exception {
+    db.reset(tables, workload.accounts());
+    Progress progress = new Progress(workload.total());
+    String update = "UPDATE " + tables.accounts() + " a SET balance = a.balance + d.amount FROM (SELECT account, sum(amount) AS amount"
+        + " FROM unnest(?::bigint[], ?::bigint[]) AS e(account, amount) GROUP BY account) d WHERE a.id = d.account";
+    try (Connection c = db.connect(); PreparedStatement dedup = c.prepareStatement(JdbcSql.dedupMany(tables.inbox()));
+        PreparedStatement credit = c.prepareStatement(update)) {
+      c.setAutoCommit(false);
+      progress.received();
+      for (int from = 0; from < workload.total(); from += DATABASE_BATCH) {
+        int to = Math.min(workload.total(), from + DATABASE_BATCH);
+        List<String> ids = new ArrayList<>(to - from);
+        for (int i = from; i < to; i++) {
+          ids.add(Workload.id(workload.eventAt(i)));
+        }
+        Set<String> fresh = JdbcSql.dedupMany(c, dedup, "db", ids);
+        List<Long> accounts = new ArrayList<>();
+        List<Long> amounts = new ArrayList<>();
+        for (int i = from; i < to; i++) {
+          int event = workload.eventAt(i);
+          boolean applied = fresh.remove(Workload.id(event));
+          if (applied) {
+            accounts.add((long) workload.account(event));
+            amounts.add(workload.amount(event));
+          }
+          progress.countEffect(applied);
+        }
+        Array accountArray = c.createArrayOf("bigint", accounts.toArray());
+        Array amountArray = c.createArrayOf("bigint", amounts.toArray());
+        credit.setArray(1, accountArray);
+        credit.setArray(2, amountArray);
+        credit.executeUpdate();
+        c.commit();
+        accountArray.free();
+        amountArray.free();
+        for (int i = from; i < to; i++) {
+          progress.settledOne();
+        }
+      }
+    }
+    return new Measured(progress, observe(progress, null));
   }
 
   private Measured brokerOnly(Feed feed) throws Exception {

@@ -98,8 +98,10 @@ class CheckerTests {
         RowResult.failed("kafka", "4b-rk", "Idem (Reactor Kafka)", RowResult.Kind.IDEM, "stalled"));
     String table = ResultTable.format(rows);
     assertThat(table.lines().findFirst().orElseThrow()).contains("| x Reactor Kafka |");
-    assertThat(table).contains("| 1b adapter only ").contains("|     0.90 |               |                |            1.50 |");
-    assertThat(table).contains("| 1b-rk adapter only (Reactor Kafka) ").contains("|     0.60 |               |                |                 |");
+    // The JDBC loops did not run: their columns are left out.
+    assertThat(table.lines().findFirst().orElseThrow()).doesNotContain("x JDBC");
+    assertThat(table).contains("| 1b adapter only ").contains("|     0.90 |            1.50 |");
+    assertThat(table).contains("| 1b-rk adapter only (Reactor Kafka) ").contains("|     0.60 |                 |");
     assertThat(table).contains("| 4b Idem ").contains("|               - |");
     assertThat(table.lines().map(String::length).distinct().count()).as("aligned columns").isEqualTo(1);
     assertThat(ResultTable.format(rows.subList(0, 2))).doesNotContain("Reactor Kafka");
