@@ -16,8 +16,8 @@ interface Feed extends AutoCloseable {
   /** One transaction per message: dedup insert, UPDATE, COMMIT; then the ack of that message (RabbitMQ), or the poll's offsets once its records are done (Kafka). */
   void jdbcPerMessage(Progress progress, Database db, Database.Tables tables) throws Exception;
 
-  /** One transaction per poll: one dedup insert returning the new ids, a JDBC batch of UPDATEs, COMMIT, then commit or ack the poll. */
-  void jdbcPerPoll(Progress progress, Database db, Database.Tables tables) throws Exception;
+  /** One transaction per poll, written by {@code writer} (JDBC or R2DBC), then the poll's offsets committed or its messages acked. */
+  void perPoll(Progress progress, PollWriter writer) throws Exception;
 
   /** Idem's adapter for this row: KafkaSource or RabbitSource. */
   Source idemSource(int prefetch);

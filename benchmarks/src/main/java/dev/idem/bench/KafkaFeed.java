@@ -128,11 +128,8 @@ final class KafkaFeed implements Feed {
   }
 
   @Override
-  public void jdbcPerPoll(Progress progress, Database db, Database.Tables tables) throws Exception {
-    try (KafkaConsumer<byte[], byte[]> consumer = consumer(); Connection c = db.connect();
-        PreparedStatement dedup = c.prepareStatement(JdbcSql.dedupMany(tables.inbox()));
-        PreparedStatement credit = c.prepareStatement("UPDATE " + tables.accounts() + " SET balance = balance + ? WHERE id = ?")) {
-      c.setAutoCommit(false);
+  public void perPoll(Progress progress, PollWriter writer) throws Exception {
+    try (KafkaConsumer<byte[], byte[]> consumer = consumer()) {
       pollLoop(consumer, progress, records -> {
         List<String> ids = new ArrayList<>(records.count());
         List<Payment> payments = new ArrayList<>(records.count());
@@ -140,19 +137,9 @@ final class KafkaFeed implements Feed {
           ids.add(id(record));
           payments.add(Payment.decode(record.value()));
         }
-        Set<String> fresh = JdbcSql.dedupMany(c, dedup, "jdbc", ids);
-        for (int i = 0; i < ids.size(); i++) {
-          // remove(): of repeats inside one poll, only the first is applied
-          boolean applied = fresh.remove(ids.get(i));
-          if (applied) {
-            credit.setLong(1, payments.get(i).amountCents());
-            credit.setInt(2, payments.get(i).account());
-            credit.addBatch();
-          }
+        for (boolean applied : writer.write(ids, payments)) {
           progress.countEffect(applied);
         }
-        credit.executeBatch();
-        c.commit();
         consumer.commitAsync();
         for (int i = 0; i < ids.size(); i++) {
           progress.settledOne();

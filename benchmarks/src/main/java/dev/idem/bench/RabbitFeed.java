@@ -109,38 +109,23 @@ final class RabbitFeed implements Feed {
   }
 
   @Override
-  public void jdbcPerPoll(Progress progress, Database db, Database.Tables tables) throws Exception {
-    try (java.sql.Connection c = db.connect();
-        PreparedStatement dedup = c.prepareStatement(JdbcSql.dedupMany(tables.inbox()));
-        PreparedStatement credit = c.prepareStatement("UPDATE " + tables.accounts() + " SET balance = balance + ? WHERE id = ?")) {
-      c.setAutoCommit(false);
-      consumeLoop(progress, PEER_PREFETCH, (deliveries, channel) -> {
-        List<String> ids = new ArrayList<>(deliveries.size());
-        List<Payment> payments = new ArrayList<>(deliveries.size());
-        for (Delivery d : deliveries) {
-          ids.add(d.getProperties().getMessageId());
-          payments.add(Payment.decode(d.getBody()));
-        }
-        Set<String> fresh = JdbcSql.dedupMany(c, dedup, "jdbc", ids);
-        for (int i = 0; i < ids.size(); i++) {
-          // remove(): of repeats inside one poll, only the first is applied
-          boolean applied = fresh.remove(ids.get(i));
-          if (applied) {
-            credit.setLong(1, payments.get(i).amountCents());
-            credit.setInt(2, payments.get(i).account());
-            credit.addBatch();
-          }
-          progress.countEffect(applied);
-        }
-        credit.executeBatch();
-        c.commit();
-        // one channel, deliveries in tag order: acknowledges exactly this poll
-        channel.basicAck(deliveries.get(deliveries.size() - 1).getEnvelope().getDeliveryTag(), true);
-        for (int i = 0; i < ids.size(); i++) {
-          progress.settledOne();
-        }
-      });
-    }
+  public void perPoll(Progress progress, PollWriter writer) throws Exception {
+    consumeLoop(progress, PEER_PREFETCH, (deliveries, channel) -> {
+      List<String> ids = new ArrayList<>(deliveries.size());
+      List<Payment> payments = new ArrayList<>(deliveries.size());
+      for (Delivery d : deliveries) {
+        ids.add(d.getProperties().getMessageId());
+        payments.add(Payment.decode(d.getBody()));
+      }
+      for (boolean applied : writer.write(ids, payments)) {
+        progress.countEffect(applied);
+      }
+      // one channel, deliveries in tag order: acknowledges exactly this poll
+      channel.basicAck(deliveries.get(deliveries.size() - 1).getEnvelope().getDeliveryTag(), true);
+      for (int i = 0; i < ids.size(); i++) {
+        progress.settledOne();
+      }
+    });
   }
 
   @Override

@@ -103,6 +103,10 @@ final class ThroughputRows {
     }
     add(specs, "2", "JDBC loop, 1 transaction per message", RowResult.Kind.JDBC_MESSAGE, none, feed -> jdbc(feed, false));
     add(specs, "3", "JDBC loop, 1 transaction per poll (JDBC batch)", RowResult.Kind.JDBC_POLL, none, feed -> jdbc(feed, true));
+    add(specs, "3b", "R2DBC loop, per message: 1 transaction per poll, 1 UPDATE per message", RowResult.Kind.R2DBC_MESSAGE, none,
+        feed -> r2dbc(feed, false));
+    add(specs, "3c", "R2DBC loop, set-based: 1 transaction per poll, 1 UPDATE of the per-account sums", RowResult.Kind.R2DBC_SET, none,
+        feed -> r2dbc(feed, true));
     for (IdemSetting setting : IdemSetting.throughputRows()) {
       for (KafkaEngine engine : engines) {
         add(specs, setting.id(), setting.label(), RowResult.Kind.IDEM, engine, feed -> idem(feed, setting, 0));
@@ -250,7 +254,9 @@ final class ThroughputRows {
     db.reset(tables, workload.accounts());
     Progress progress = new Progress(workload.total());
     if (perPoll) {
-      feed.jdbcPerPoll(progress, db, tables);
+      try (PollWriter writer = PollWriter.jdbc(db, tables)) {
+        feed.perPoll(progress, writer);
+      }
     } else {
       feed.jdbcPerMessage(progress, db, tables);
     }
@@ -259,6 +265,16 @@ final class ThroughputRows {
   }
 
   /** {@code shareConsumers}: 0 reads through the row's consumer group, more through a share group with that many consumers. */
+  private Measured r2dbc(Feed feed, boolean setBased) throws Exception {
+    db.reset(tables, workload.accounts());
+    Progress progress = new Progress(workload.total());
+    try (PollWriter writer = PollWriter.r2dbc(db, tables, setBased)) {
+      feed.perPoll(progress, writer);
+    }
+    String drained = feed.drainedAfterStop();
+    return new Measured(progress, observe(progress, drained));
+  }
+
   private Measured idem(Feed feed, IdemSetting setting, int shareConsumers) throws Exception {
     db.reset(tables, workload.accounts());
     Progress progress = new Progress(workload.total());
