@@ -239,10 +239,17 @@ final class KafkaEnv implements AutoCloseable {
     return left.isEmpty() ? null : left.size() + " records still in share group " + group + " after the row, for example " + left.get(0);
   }
 
-  /** The members of a share group (0 until the first joined). */
-  int shareMembers(String group) throws Exception {
+  /**
+   * The partitions of {@code topic} assigned to the members of a share group (0 until the first
+   * member joined and had its assignment: a share consumer learns it from its heartbeats, 5 s
+   * apart by default).
+   */
+  int shareAssignedPartitions(String group, String topic) throws Exception {
     try {
-      return admin.describeShareGroups(List.of(group)).describedGroups().get(group).get(30, TimeUnit.SECONDS).members().size();
+      return admin.describeShareGroups(List.of(group)).describedGroups().get(group).get(30, TimeUnit.SECONDS).members().stream()
+          .mapToInt(m -> (int) m.assignment().topicPartitions().stream().filter(tp -> tp.topic().equals(topic)).map(tp -> tp.partition())
+              .distinct().count())
+          .max().orElse(0);
     } catch (ExecutionException e) {
       if (e.getCause() instanceof org.apache.kafka.common.errors.GroupIdNotFoundException) {
         return 0;

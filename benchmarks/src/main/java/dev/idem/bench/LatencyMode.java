@@ -86,7 +86,7 @@ final class LatencyMode {
                   KafkaProducer<byte[], byte[]> producer = kafka.producer(0)) {
                 AtomicReference<Exception> sendFailure = new AtomicReference<>();
                 into.add(measure(pass == 0 ? "kafka warm-up" : "kafka", setting, options, db, tables, workload, feed,
-                    share ? () -> await(() -> kafka.shareMembers(group) >= 1, "the share group's member")
+                    share ? () -> await(() -> kafka.shareAssignedPartitions(group, topic) == options.partitions, "the share group's assignment")
                         : () -> await(() -> kafka.assignedPartitions(group, topic) == options.partitions, "the consumer group's assignment"),
                     i -> producer.send(KafkaEnv.record(topic, workload, i, System.nanoTime()), (m, e) -> {
                       if (e != null) {
