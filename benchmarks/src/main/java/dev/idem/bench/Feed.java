@@ -19,6 +19,18 @@ interface Feed extends AutoCloseable {
   /** One transaction per poll, written by {@code writer} (JDBC or R2DBC), then the poll's offsets committed or its messages acked. */
   void perPoll(Progress progress, PollWriter writer) throws Exception;
 
+  /**
+   * The listener container a Spring team runs (Spring Kafka's or Spring AMQP's, default concurrency
+   * 1, offsets committed per poll or each message acked after its listener returned) with a JDBC
+   * transaction per record.
+   */
+  void springPerRecord(Progress progress, SpringJdbc jdbc) throws Exception;
+
+  /** Spring Kafka's batch listener, one JDBC transaction per poll (Kafka only). */
+  default void springPerPoll(Progress progress, SpringJdbc jdbc) throws Exception {
+    throw new UnsupportedOperationException("Spring AMQP has no batch listener of polls");
+  }
+
   /** Idem's adapter for this row: KafkaSource or RabbitSource. */
   Source idemSource(int prefetch);
 

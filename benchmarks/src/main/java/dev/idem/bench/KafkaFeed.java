@@ -9,14 +9,20 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
-import java.util.Properties;
+import java.util.Map;
 import java.util.Set;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.springframework.kafka.core.DefaultKafkaConsumerFactory;
+import org.springframework.kafka.listener.BatchMessageListener;
+import org.springframework.kafka.listener.ContainerProperties;
+import org.springframework.kafka.listener.KafkaMessageListenerContainer;
+import org.springframework.kafka.listener.MessageListener;
 
 /** A row on the shared pre-published topic, read from the beginning by a consumer group of its own. */
 final class KafkaFeed implements Feed {
@@ -43,7 +49,14 @@ final class KafkaFeed implements Feed {
   }
 
   private KafkaConsumer<byte[], byte[]> consumer() {
-    Properties props = new Properties();
+    KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(consumerProperties());
+    consumer.subscribe(List.of(topic));
+    return consumer;
+  }
+
+  /** The blocking peers' consumer settings (the Spring listener containers' too). */
+  private Map<String, Object> consumerProperties() {
+    Map<String, Object> props = new HashMap<>();
     props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, kafka.bootstrap());
     props.put(ConsumerConfig.GROUP_ID_CONFIG, group);
     props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
@@ -53,9 +66,7 @@ final class KafkaFeed implements Feed {
     props.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, PEER_MAX_POLL_RECORDS);
     props.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class);
     props.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class);
-    KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(props);
-    consumer.subscribe(List.of(topic));
-    return consumer;
+    return props;
   }
 
   private static String id(ConsumerRecord<byte[], byte[]> record) {
@@ -145,6 +156,52 @@ final class KafkaFeed implements Feed {
           progress.settledOne();
         }
       });
+    }
+  }
+
+  @Override
+  public void springPerRecord(Progress progress, SpringJdbc jdbc) throws Exception {
+    runContainer(progress, (MessageListener<byte[], byte[]>) record -> {
+      progress.received();
+      progress.countEffect(jdbc.perRecord(id(record), Payment.decode(record.value())));
+      progress.settledOne();
+    });
+  }
+
+  @Override
+  public void springPerPoll(Progress progress, SpringJdbc jdbc) throws Exception {
+    runContainer(progress, (BatchMessageListener<byte[], byte[]>) records -> {
+      progress.received();
+      List<String> ids = new ArrayList<>(records.size());
+      List<Payment> payments = new ArrayList<>(records.size());
+      for (ConsumerRecord<byte[], byte[]> record : records) {
+        ids.add(id(record));
+        payments.add(Payment.decode(record.value()));
+      }
+      for (boolean applied : jdbc.perPoll(ids, payments)) {
+        progress.countEffect(applied);
+      }
+      for (int i = 0; i < ids.size(); i++) {
+        progress.settledOne();
+      }
+    });
+  }
+
+  /**
+   * Spring Kafka's listener container with its defaults (concurrency 1, {@code AckMode.BATCH}: the
+   * poll's offsets committed once its records were handled) until every message settled; stopping
+   * it commits what is pending.
+   */
+  private void runContainer(Progress progress, Object listener) throws Exception {
+    ContainerProperties properties = new ContainerProperties(topic);
+    properties.setMessageListener(listener);
+    KafkaMessageListenerContainer<byte[], byte[]> container =
+        new KafkaMessageListenerContainer<>(new DefaultKafkaConsumerFactory<>(consumerProperties()), properties);
+    container.start();
+    try {
+      progress.await(stall);
+    } finally {
+      container.stop();
     }
   }
 

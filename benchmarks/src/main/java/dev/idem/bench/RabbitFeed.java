@@ -5,6 +5,7 @@ import com.rabbitmq.client.Connection;
 import com.rabbitmq.client.Delivery;
 import dev.idem.rabbit.RabbitSource;
 import dev.idem.rabbit.RabbitSourceOptions;
+import java.net.URI;
 import java.sql.PreparedStatement;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -13,6 +14,9 @@ import java.util.Set;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import org.springframework.amqp.core.MessageListener;
+import org.springframework.amqp.rabbit.connection.CachingConnectionFactory;
+import org.springframework.amqp.rabbit.listener.SimpleMessageListenerContainer;
 
 /** A row on a queue of its own, filled with the whole workload before the row starts. */
 final class RabbitFeed implements Feed {
@@ -126,6 +130,30 @@ final class RabbitFeed implements Feed {
         progress.settledOne();
       }
     });
+  }
+
+  /**
+   * Spring AMQP's {@code SimpleMessageListenerContainer} with its defaults (one consumer, prefetch
+   * 250, {@code AcknowledgeMode.AUTO}: each message acked after its listener returned) until every
+   * message settled.
+   */
+  @Override
+  public void springPerRecord(Progress progress, SpringJdbc jdbc) throws Exception {
+    CachingConnectionFactory connections = new CachingConnectionFactory(URI.create(rabbit.uri()));
+    SimpleMessageListenerContainer container = new SimpleMessageListenerContainer(connections);
+    container.setQueueNames(queue);
+    container.setMessageListener((MessageListener) message -> {
+      progress.received();
+      progress.countEffect(jdbc.perRecord(message.getMessageProperties().getMessageId(), Payment.decode(message.getBody())));
+      progress.settledOne();
+    });
+    container.start();
+    try {
+      progress.await(stall);
+    } finally {
+      container.stop();
+      connections.destroy();
+    }
   }
 
   @Override

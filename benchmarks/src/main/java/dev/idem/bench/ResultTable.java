@@ -16,7 +16,7 @@ import java.util.Set;
  */
 final class ResultTable {
 
-  private static final String[] HEADER = {"broker", "row", "msg/s", "x database", "x broker", "x JDBC tx/msg", "x JDBC tx/poll", "x R2DBC loop/msg",
+  private static final String[] HEADER = {"broker", "row", "msg/s", "x database", "x broker", "x JDBC tx/msg", "x JDBC tx/poll", "x Spring/record", "x Spring/poll", "x R2DBC loop/msg",
       "x R2DBC loop set", "x Reactor Kafka",
       "CPU s/1k msg", "check"};
   private static final Set<String> LEFT_ALIGNED = Set.of("broker", "row", "check");
@@ -38,6 +38,8 @@ final class ResultTable {
           ratios || row.kind() == RowResult.Kind.ADAPTER ? ratio(row, peer(rows, row.broker(), RowResult.Kind.BROKER)) : "",
           ratios ? ratio(row, peer(rows, row.broker(), RowResult.Kind.JDBC_MESSAGE)) : "",
           ratios ? ratio(row, peer(rows, row.broker(), RowResult.Kind.JDBC_POLL)) : "",
+          ratios ? ratio(row, peer(rows, row.broker(), RowResult.Kind.SPRING_RECORD)) : "",
+          ratios ? ratio(row, peer(rows, row.broker(), RowResult.Kind.SPRING_POLL)) : "",
           ratios ? ratio(row, peer(rows, row.broker(), RowResult.Kind.R2DBC_MESSAGE)) : "",
           ratios ? ratio(row, peer(rows, row.broker(), RowResult.Kind.R2DBC_SET)) : "",
           reactorKafka != null ? ratio(row, reactorKafka) : "",

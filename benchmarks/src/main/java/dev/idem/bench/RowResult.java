@@ -31,6 +31,10 @@ record RowResult(String broker, String id, String name, Kind kind, long messages
     JDBC_MESSAGE,
     /** Blocking JDBC loop, one transaction per poll. */
     JDBC_POLL,
+    /** A Spring listener container, one JDBC transaction per record. */
+    SPRING_RECORD,
+    /** Spring Kafka's batch listener, one JDBC transaction per poll. */
+    SPRING_POLL,
     /** Hand-written loop on the R2DBC driver, one transaction per poll, one UPDATE per message. */
     R2DBC_MESSAGE,
     /** Hand-written loop on the R2DBC driver, one transaction per poll, one set-based UPDATE. */

@@ -107,6 +107,13 @@ final class ThroughputRows {
         feed -> r2dbc(feed, false));
     add(specs, "3c", "R2DBC loop, set-based: 1 transaction per poll, 1 UPDATE of the per-account sums", RowResult.Kind.R2DBC_SET, none,
         feed -> r2dbc(feed, true));
+    String spring = broker.equals("kafka") ? "Spring Kafka" : "Spring AMQP";
+    add(specs, "2s", spring + " listener, 1 JDBC transaction per record (TransactionTemplate, as @Transactional), container defaults",
+        RowResult.Kind.SPRING_RECORD, none, feed -> spring(feed, false));
+    if (broker.equals("kafka")) {
+      add(specs, "3s", "Spring Kafka batch listener, 1 JDBC transaction per poll, container defaults", RowResult.Kind.SPRING_POLL, none,
+          feed -> spring(feed, true));
+    }
     for (IdemSetting setting : IdemSetting.throughputRows()) {
       for (KafkaEngine engine : engines) {
         add(specs, setting.id(), setting.label(), RowResult.Kind.IDEM, engine, feed -> idem(feed, setting, 0));
@@ -265,6 +272,20 @@ final class ThroughputRows {
   }
 
   /** {@code shareConsumers}: 0 reads through the row's consumer group, more through a share group with that many consumers. */
+  private Measured spring(Feed feed, boolean perPoll) throws Exception {
+    db.reset(tables, workload.accounts());
+    Progress progress = new Progress(workload.total());
+    try (SpringJdbc jdbc = new SpringJdbc(db, tables)) {
+      if (perPoll) {
+        feed.springPerPoll(progress, jdbc);
+      } else {
+        feed.springPerRecord(progress, jdbc);
+      }
+    }
+    String drained = feed.drainedAfterStop();
+    return new Measured(progress, observe(progress, drained));
+  }
+
   private Measured r2dbc(Feed feed, boolean setBased) throws Exception {
     db.reset(tables, workload.accounts());
     Progress progress = new Progress(workload.total());
