@@ -31,6 +31,14 @@ interface Feed extends AutoCloseable {
     throw new UnsupportedOperationException("Spring AMQP has no batch listener of polls");
   }
 
+  /**
+   * Confluent's Parallel Consumer (Kafka only): key order, {@code threads} at once, a JDBC
+   * transaction per record on each thread's own connection.
+   */
+  default void parallelConsumer(Progress progress, Database db, Database.Tables tables, int threads) throws Exception {
+    throw new UnsupportedOperationException("Parallel Consumer reads Kafka");
+  }
+
   /** Idem's adapter for this row: KafkaSource or RabbitSource. */
   Source idemSource(int prefetch);
 

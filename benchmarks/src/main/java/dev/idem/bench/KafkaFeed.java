@@ -4,15 +4,19 @@ import dev.idem.kafka.KafkaEngine;
 import dev.idem.kafka.KafkaShareSource;
 import dev.idem.kafka.KafkaSource;
 import dev.idem.kafka.KafkaSourceOptions;
+import io.confluent.parallelconsumer.ParallelConsumerOptions;
+import io.confluent.parallelconsumer.ParallelStreamProcessor;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
+import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CopyOnWriteArrayList;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
@@ -185,6 +189,60 @@ final class KafkaFeed implements Feed {
         progress.settledOne();
       }
     });
+  }
+
+  @Override
+  public void parallelConsumer(Progress progress, Database db, Database.Tables tables, int threads) throws Exception {
+    String dedup = "INSERT INTO " + tables.inbox() + " (consumer, message_id) VALUES (?, ?) ON CONFLICT DO NOTHING";
+    String credit = "UPDATE " + tables.accounts() + " SET balance = balance + ? WHERE id = ?";
+    List<Connection> connections = new CopyOnWriteArrayList<>();
+    ThreadLocal<Connection> connection = ThreadLocal.withInitial(() -> {
+      try {
+        Connection c = db.connect();
+        c.setAutoCommit(false);
+        connections.add(c);
+        return c;
+      } catch (SQLException e) {
+        throw new IllegalStateException(e);
+      }
+    });
+    ParallelStreamProcessor<byte[], byte[]> processor = ParallelStreamProcessor.createEosStreamProcessor(
+        ParallelConsumerOptions.<byte[], byte[]>builder()
+            .ordering(ParallelConsumerOptions.ProcessingOrder.KEY)
+            .maxConcurrency(threads)
+            .commitMode(ParallelConsumerOptions.CommitMode.PERIODIC_CONSUMER_ASYNCHRONOUS)
+            .consumer(new KafkaConsumer<>(consumerProperties()))
+            .build());
+    processor.subscribe(List.of(topic));
+    try {
+      processor.poll(context -> {
+        ConsumerRecord<byte[], byte[]> record = context.getSingleConsumerRecord();
+        progress.received();
+        Payment payment = Payment.decode(record.value());
+        Connection c = connection.get();
+        try (PreparedStatement insert = c.prepareStatement(dedup); PreparedStatement update = c.prepareStatement(credit)) {
+          insert.setString(1, "pc");
+          insert.setString(2, id(record));
+          boolean fresh = insert.executeUpdate() == 1;
+          if (fresh) {
+            update.setLong(1, payment.amountCents());
+            update.setInt(2, payment.account());
+            update.executeUpdate();
+          }
+          c.commit();
+          progress.countEffect(fresh);
+        } catch (SQLException e) {
+          throw new IllegalStateException(e);
+        }
+        progress.settledOne();
+      });
+      progress.await(stall);
+    } finally {
+      processor.closeDrainFirst(Duration.ofSeconds(30));
+      for (Connection c : connections) {
+        c.close();
+      }
+    }
   }
 
   /**

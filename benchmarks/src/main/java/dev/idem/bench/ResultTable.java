@@ -16,7 +16,7 @@ import java.util.Set;
  */
 final class ResultTable {
 
-  private static final String[] HEADER = {"broker", "row", "msg/s", "x database", "x broker", "x JDBC tx/msg", "x JDBC tx/poll", "x Spring/record", "x Spring/poll", "x R2DBC loop/msg",
+  private static final String[] HEADER = {"broker", "row", "msg/s", "x database", "x broker", "x JDBC tx/msg", "x JDBC tx/poll", "x Spring/record", "x Parallel Consumer", "x Spring/poll", "x R2DBC loop/msg",
       "x R2DBC loop set", "x Reactor Kafka",
       "CPU s/1k msg", "check"};
   private static final Set<String> LEFT_ALIGNED = Set.of("broker", "row", "check");
@@ -39,6 +39,7 @@ final class ResultTable {
           ratios ? ratio(row, peer(rows, row.broker(), RowResult.Kind.JDBC_MESSAGE)) : "",
           ratios ? ratio(row, peer(rows, row.broker(), RowResult.Kind.JDBC_POLL)) : "",
           ratios ? ratio(row, peer(rows, row.broker(), RowResult.Kind.SPRING_RECORD)) : "",
+          ratios ? ratio(row, peer(rows, row.broker(), RowResult.Kind.PARALLEL_CONSUMER)) : "",
           ratios ? ratio(row, peer(rows, row.broker(), RowResult.Kind.SPRING_POLL)) : "",
           ratios ? ratio(row, peer(rows, row.broker(), RowResult.Kind.R2DBC_MESSAGE)) : "",
           ratios ? ratio(row, peer(rows, row.broker(), RowResult.Kind.R2DBC_SET)) : "",

@@ -33,6 +33,8 @@ record RowResult(String broker, String id, String name, Kind kind, long messages
     JDBC_POLL,
     /** A Spring listener container, one JDBC transaction per record. */
     SPRING_RECORD,
+    /** Confluent's Parallel Consumer, key order, one JDBC transaction per record. */
+    PARALLEL_CONSUMER,
     /** Spring Kafka's batch listener, one JDBC transaction per poll. */
     SPRING_POLL,
     /** Hand-written loop on the R2DBC driver, one transaction per poll, one UPDATE per message. */

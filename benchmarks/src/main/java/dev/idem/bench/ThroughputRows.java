@@ -111,6 +111,8 @@ final class ThroughputRows {
     add(specs, "2s", spring + " listener, 1 JDBC transaction per record (TransactionTemplate, as @Transactional), container defaults",
         RowResult.Kind.SPRING_RECORD, none, feed -> spring(feed, false));
     if (broker.equals("kafka")) {
+      add(specs, "2p", "Parallel Consumer, KEY order, " + PARALLEL_CONSUMER_THREADS + " threads, 1 JDBC transaction per record",
+          RowResult.Kind.PARALLEL_CONSUMER, none, this::parallelConsumer);
       add(specs, "3s", "Spring Kafka batch listener, 1 JDBC transaction per poll, container defaults", RowResult.Kind.SPRING_POLL, none,
           feed -> spring(feed, true));
     }
@@ -141,6 +143,8 @@ final class ThroughputRows {
    * order a share group keeps) and the set-based handler.
    */
   static final int MANY_SHARE_CONSUMERS = 8;
+  /** Parallel Consumer's threads in row 2p: its default {@code maxConcurrency}. */
+  static final int PARALLEL_CONSUMER_THREADS = 16;
   /** Row 0's transaction size: the JDBC loops' poll size. */
   static final int DATABASE_BATCH = 500;
 
@@ -272,6 +276,14 @@ final class ThroughputRows {
   }
 
   /** {@code shareConsumers}: 0 reads through the row's consumer group, more through a share group with that many consumers. */
+  private Measured parallelConsumer(Feed feed) throws Exception {
+    db.reset(tables, workload.accounts());
+    Progress progress = new Progress(workload.total());
+    feed.parallelConsumer(progress, db, tables, PARALLEL_CONSUMER_THREADS);
+    String drained = feed.drainedAfterStop();
+    return new Measured(progress, observe(progress, drained));
+  }
+
   private Measured spring(Feed feed, boolean perPoll) throws Exception {
     db.reset(tables, workload.accounts());
     Progress progress = new Progress(workload.total());
