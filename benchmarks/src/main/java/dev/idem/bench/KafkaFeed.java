@@ -156,8 +156,8 @@ final class KafkaFeed implements Feed {
           progress.countEffect(applied);
         }
         consumer.commitAsync();
-        for (int i = 0; i < ids.size(); i++) {
-          progress.settledOne();
+        for (Payment payment : payments) {
+          progress.settledOne(payment.publishedNanos());
         }
       });
     }

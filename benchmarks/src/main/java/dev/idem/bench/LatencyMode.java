@@ -40,6 +40,10 @@ final class LatencyMode {
 
   private LatencyMode() {}
 
+  /** The row of the blocking JDBC loop (throughput row 3): the floor the defaults' latency is read against. */
+  static final String LOOP_ROW = "L0";
+  static final String LOOP_LABEL = "JDBC loop, 1 transaction per poll (as row 3)";
+
   /** The row that reads a Kafka share group (KafkaShareSource, one share consumer) instead of a consumer group; Kafka only. */
   static final String SHARE_ROW = "L4";
 
@@ -54,11 +58,12 @@ final class LatencyMode {
     double load = Jvm.loadAverage();
     int total = options.rate * (options.seconds + WARMUP_SECONDS);
     Workload measured = Workload.generate((int) Math.round(total / (1 + options.duplicates)), options.duplicates, options.accounts, options.seed);
-    List<IdemSetting> settings = Stream.of(IdemSetting.defaults("L1"), IdemSetting.oldDefaults("L2"),
+    // L0 is no Idem setting: its pool size of 1 and batch of 500 only fill the table's columns.
+    List<IdemSetting> settings = Stream.of(new IdemSetting(LOOP_ROW, Ordering.UNORDERED, 1, 500, 500, true), IdemSetting.defaults("L1"), IdemSetting.oldDefaults("L2"),
         new IdemSetting("L3", Ordering.BY_KEY, 4, 256, 64, true), IdemSetting.defaults(SHARE_ROW).withOrdering(Ordering.UNORDERED))
         .filter(setting -> options.runs(setting.id())).toList();
     if (settings.isEmpty()) {
-      throw new IllegalArgumentException("-Drows=" + System.getProperty("rows") + " names no latency row: L1 (defaults), L2 (old defaults),"
+      throw new IllegalArgumentException("-Drows=" + System.getProperty("rows") + " names no latency row: L0 (the JDBC loop), L1 (defaults), L2 (old defaults),"
           + " L3 (batch 64, BatchHandler), L4 (defaults but UNORDERED, Kafka share group)");
     }
     if (settings.size() > 1 || options.kafka && options.rabbit) {
@@ -187,7 +192,8 @@ final class LatencyMode {
 
   private static Line measure(String broker, IdemSetting setting, Options options, Database db, Database.Tables tables, Workload workload,
       Feed feed, Step awaitConsumer, Publish publish, Step flush) {
-    String mode = setting.id() + " " + setting.label();
+    boolean loop = setting.id().equals(LOOP_ROW);
+    String mode = setting.id() + " " + (loop ? LOOP_LABEL : setting.label());
     System.err.printf(Locale.ROOT, "[%s] latency %s ...%n", broker, mode);
     try {
       db.reset(tables, workload.accounts());
@@ -196,33 +202,28 @@ final class LatencyMode {
       long publishNanos;
       String settled;
       ConnectionPool pool = PostgresConnections.pool(db.r2dbcUrl(), setting.concurrency());
-      TransactionTimes times = new TransactionTimes();
+      TransactionTimes times = loop ? null : new TransactionTimes();
+      AutoCloseable running = loop ? jdbcLoop(feed, db, tables, progress) : idem(setting, feed, pool, tables, progress, times);
       try {
-        IdempotentConsumer<Payment> consumer = setting.consumer("idem-" + setting.id(), PostgresInbox.create(pool, tables.inbox()), tables.accounts(),
-            times);
-        try (Feed.Source source = setting.id().equals(SHARE_ROW) ? feed.shareSource(setting.prefetch(), 1)
-            : feed.idemSource(setting.prefetch())) {
-          Disposable running = consumer.process(source.deliveries().doOnNext(d -> progress.received()))
-              .subscribe(progress::settled, progress::failed);
-          try {
-            awaitConsumer.run();
-            times.start();
-            long start = System.nanoTime();
-            progress.measureFrom(start + TimeUnit.SECONDS.toNanos(WARMUP_SECONDS));
-            for (int i = 0; i < workload.total(); i++) {
-              parkUntil(start + i * periodNanos);
-              publish.send(i);
-            }
-            flush.run();
-            publishNanos = System.nanoTime() - start;
-            progress.await(options.stall);
-            times.stop();
-            settled = feed.settledOnBroker();
-          } finally {
-            running.dispose();
-          }
+        awaitConsumer.run();
+        if (times != null) {
+          times.start();
         }
+        long start = System.nanoTime();
+        progress.measureFrom(start + TimeUnit.SECONDS.toNanos(WARMUP_SECONDS));
+        for (int i = 0; i < workload.total(); i++) {
+          parkUntil(start + i * periodNanos);
+          publish.send(i);
+        }
+        flush.run();
+        publishNanos = System.nanoTime() - start;
+        progress.await(options.stall);
+        if (times != null) {
+          times.stop();
+        }
+        settled = loop ? null : feed.settledOnBroker();
       } finally {
+        running.close();
         pool.dispose();
       }
       String drained = settled != null ? settled : feed.drainedAfterStop();
@@ -237,6 +238,42 @@ final class LatencyMode {
       e.printStackTrace();
       return new Line(broker, mode, 0, new long[0], List.of(e.toString()), setting, null);
     }
+  }
+
+  /** Idem with {@code setting} on the row's source (a share group for {@link #SHARE_ROW}); closing it stops the consumer and the source. */
+  private static AutoCloseable idem(IdemSetting setting, Feed feed, ConnectionPool pool, Database.Tables tables, Progress progress,
+      TransactionTimes times) {
+    IdempotentConsumer<Payment> consumer = setting.consumer("idem-" + setting.id(), PostgresInbox.create(pool, tables.inbox()), tables.accounts(),
+        times);
+    Feed.Source source = setting.id().equals(SHARE_ROW) ? feed.shareSource(setting.prefetch(), 1) : feed.idemSource(setting.prefetch());
+    Disposable running = consumer.process(source.deliveries().doOnNext(d -> progress.received()))
+        .subscribe(progress::settled, progress::failed);
+    return () -> {
+      running.dispose();
+      source.close();
+    };
+  }
+
+  /**
+   * Row {@value #LOOP_ROW}: the blocking JDBC loop of throughput row 3 on a thread of its own (one
+   * transaction per poll, then the poll's offsets or one multiple ack); it ends once every message
+   * settled, and closing waits for it.
+   */
+  private static AutoCloseable jdbcLoop(Feed feed, Database db, Database.Tables tables, Progress progress) {
+    Thread thread = new Thread(() -> {
+      try (PollWriter writer = PollWriter.jdbc(db, tables)) {
+        feed.perPoll(progress, writer);
+      } catch (Exception e) {
+        progress.failed(e);
+      }
+    }, "jdbc-loop");
+    thread.start();
+    return () -> {
+      thread.join(TimeUnit.SECONDS.toMillis(60));
+      if (thread.isAlive()) {
+        thread.interrupt();
+      }
+    };
   }
 
   static void await(Condition condition, String what) throws Exception {

@@ -29,7 +29,7 @@ final class Options {
       {"accounts", "accounts (default 1000)"},
       {"partitions", "Kafka partitions (default 4)"},
       {"rows", "only these rows, e.g. 1,2,4b (default all; with -DkafkaEngine=both, 4b runs 4b and 4b-rk, 4b-rk runs only that); latency mode: "
-          + "L1 (defaults), L2 (old defaults), L3 (batch 64, BatchHandler), L4 (defaults but UNORDERED on a Kafka share group), e.g. -Drows=L2 to measure one row in a JVM of its own"},
+          + "L0 (the JDBC loop of row 3), L1 (defaults), L2 (old defaults), L3 (batch 64, BatchHandler), L4 (defaults but UNORDERED on a Kafka share group), e.g. -Drows=L2 to measure one row in a JVM of its own"},
       {"kafkaEngine", "the Kafka adapter's engine in rows 1b and 4a-5d: native (default), reactor-kafka or both (each of those rows once per engine, "
           + "the Reactor Kafka ones as 1b-rk, 4b-rk, ..., and a column native over Reactor Kafka); reactor-kafka and both need -Dkafka.version=3.9.1"},
       {"rounds", "throughput mode: timed rounds of every row, in the table's order and reversed every other round (a later row in a JVM runs"

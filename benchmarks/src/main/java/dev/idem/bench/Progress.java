@@ -61,8 +61,13 @@ final class Progress {
       case DEAD_LETTERED -> deadLettered.incrementAndGet();
     }
     Payment payment = outcome.delivery().payload();
-    if (payment != null && payment.publishedNanos() >= measureFromNanos) {
-      long latency = System.nanoTime() - payment.publishedNanos();
+    settledOne(payment == null ? Long.MIN_VALUE : payment.publishedNanos());
+  }
+
+  /** One message settled, for the blocking loops, with its latency when it was published in the measured window. */
+  void settledOne(long publishedNanos) {
+    if (publishedNanos >= measureFromNanos) {
+      long latency = System.nanoTime() - publishedNanos;
       int i = latencyCount.getAndIncrement();
       if (i < latencies.length) {
         latencies[i] = latency;

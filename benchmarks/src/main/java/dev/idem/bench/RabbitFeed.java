@@ -126,8 +126,8 @@ final class RabbitFeed implements Feed {
       }
       // one channel, deliveries in tag order: acknowledges exactly this poll
       channel.basicAck(deliveries.get(deliveries.size() - 1).getEnvelope().getDeliveryTag(), true);
-      for (int i = 0; i < ids.size(); i++) {
-        progress.settledOne();
+      for (Payment payment : payments) {
+        progress.settledOne(payment.publishedNanos());
       }
     });
   }
