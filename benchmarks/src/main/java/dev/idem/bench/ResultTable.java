@@ -12,14 +12,17 @@ import java.util.Set;
  * 1,000 messages, and the check. When row 0 ran, a column gives each Idem row's rate over the
  * database alone; when rows ran on both Kafka engines, a column gives each native row's rate over
  * its Reactor Kafka twin ({@code 4b} over {@code 4b-rk}). A ratio column whose peer did not run is
- * left out.
+ * left out. Idem rows also show their mean batch (messages per transaction) and transactions per
+ * second.
  */
 final class ResultTable {
 
   private static final String[] HEADER = {"broker", "row", "msg/s", "x database", "x broker", "x JDBC tx/msg", "x JDBC tx/poll", "x Spring/record", "x Parallel Consumer", "x Spring/poll", "x R2DBC loop/msg",
       "x R2DBC loop set", "x Reactor Kafka",
-      "CPU s/1k msg", "check"};
+      "mean batch", "tx/s", "CPU s/1k msg", "check"};
   private static final Set<String> LEFT_ALIGNED = Set.of("broker", "row", "check");
+  /** Columns only some rows fill (Idem's batches), left out when none does. */
+  private static final Set<String> OPTIONAL = Set.of("mean batch", "tx/s");
 
   private ResultTable() {}
 
@@ -44,6 +47,8 @@ final class ResultTable {
           ratios ? ratio(row, peer(rows, row.broker(), RowResult.Kind.R2DBC_MESSAGE)) : "",
           ratios ? ratio(row, peer(rows, row.broker(), RowResult.Kind.R2DBC_SET)) : "",
           reactorKafka != null ? ratio(row, reactorKafka) : "",
+          row.ok() && row.meanBatch() > 0 ? String.format(Locale.ROOT, "%.1f", row.meanBatch()) : "",
+          row.ok() && row.transactionsPerSecond() > 0 ? String.format(Locale.ROOT, "%,.0f", row.transactionsPerSecond()) : "",
           row.ok() ? String.format(Locale.ROOT, "%.3f", row.cpuSecondsPerThousand()) : "-",
           row.ok() ? "ok" : "FAILED: " + String.join("; ", row.failures())
       });
@@ -51,7 +56,7 @@ final class ResultTable {
     // A ratio column whose peer did not run (row 0, the Reactor Kafka twins) is left out.
     for (int column = HEADER.length - 1; column >= 0; column--) {
       int c = column;
-      if (HEADER[c].startsWith("x ") && cells.stream().skip(1).allMatch(line -> line[c].isEmpty() || line[c].equals("-"))) {
+      if ((HEADER[c].startsWith("x ") || OPTIONAL.contains(HEADER[c])) && cells.stream().skip(1).allMatch(line -> line[c].isEmpty() || line[c].equals("-"))) {
         cells.replaceAll(line -> without(line, c));
       }
     }

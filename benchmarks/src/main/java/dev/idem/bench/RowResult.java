@@ -16,8 +16,10 @@ import java.util.Locale;
  * @param nanos from the first delivery to the last settlement
  * @param cpuNanos the benchmark process's CPU time in that window
  * @param failures what its correctness check found; empty when correct
+ * @param batches the micro-batches (one transaction each) an Idem row's lanes formed in the window; -1 for other rows
  */
-record RowResult(String broker, String id, String name, Kind kind, long messages, long nanos, long cpuNanos, List<String> failures) {
+record RowResult(String broker, String id, String name, Kind kind, long messages, long nanos, long cpuNanos, List<String> failures,
+    long batches) {
 
   /** The peers an Idem row is compared with, and Idem itself. */
   enum Kind {
@@ -49,6 +51,10 @@ record RowResult(String broker, String id, String name, Kind kind, long messages
     failures = List.copyOf(failures);
   }
 
+  RowResult(String broker, String id, String name, Kind kind, long messages, long nanos, long cpuNanos, List<String> failures) {
+    this(broker, id, name, kind, messages, nanos, cpuNanos, failures, -1);
+  }
+
   static RowResult failed(String broker, String id, String name, Kind kind, String failure) {
     return new RowResult(broker, id, name, kind, 0, 0, 0, List.of(failure));
   }
@@ -71,7 +77,8 @@ record RowResult(String broker, String id, String name, Kind kind, long messages
       each.append(each.length() == 0 ? "" : " / ").append(r.ok() ? String.format(Locale.ROOT, "%,.0f", r.messagesPerSecond()) : "failed");
     }
     String name = rounds.get(0).name + " [median of " + rounds.size() + " rounds: " + each + " msg/s]";
-    return new RowResult(median.broker, median.id, name, median.kind, median.messages, median.nanos, median.cpuNanos, failures);
+    return new RowResult(median.broker, median.id, name, median.kind, median.messages, median.nanos, median.cpuNanos, failures,
+        median.batches);
   }
 
   boolean ok() {
@@ -80,6 +87,16 @@ record RowResult(String broker, String id, String name, Kind kind, long messages
 
   double messagesPerSecond() {
     return nanos <= 0 ? 0 : messages / (nanos / 1e9);
+  }
+
+  /** Messages per batch (transaction), or -1 when the row does not count its batches. */
+  double meanBatch() {
+    return batches <= 0 ? -1 : (double) messages / batches;
+  }
+
+  /** Batches (transactions) per second, or -1 when the row does not count them. */
+  double transactionsPerSecond() {
+    return batches <= 0 || nanos <= 0 ? -1 : batches / (nanos / 1e9);
   }
 
   /** CPU seconds of the benchmark process per 1,000 messages. */

@@ -149,7 +149,11 @@ final class ThroughputRows {
   static final int DATABASE_BATCH = 500;
 
   /** What a row measured and what its check observed. */
-  private record Measured(Progress progress, Checker.Observation observation) {}
+  private record Measured(Progress progress, Checker.Observation observation, long batches) {
+    Measured(Progress progress, Checker.Observation observation) {
+      this(progress, observation, -1);
+    }
+  }
 
   @FunctionalInterface
   private interface RowBody {
@@ -171,7 +175,8 @@ final class ThroughputRows {
         profile.print(label + " " + id);
       }
       Progress p = measured.progress();
-      result = new RowResult(broker, id, name, kind, p.settled(), p.nanos(), p.cpuNanos(), Checker.failures(workload, measured.observation()));
+      result = new RowResult(broker, id, name, kind, p.settled(), p.nanos(), p.cpuNanos(), Checker.failures(workload, measured.observation()),
+          measured.batches());
     } catch (Exception | AssertionError e) {
       result = RowResult.failed(broker, id, name, kind, e.toString());
       e.printStackTrace();
@@ -333,7 +338,7 @@ final class ThroughputRows {
     }
     String drained = settled != null ? settled : feed.drainedAfterStop();
     System.err.printf(Locale.ROOT, "[%s] row %s: %s%n", label, setting.id(), batches);
-    return new Measured(progress, observe(progress, drained));
+    return new Measured(progress, observe(progress, drained), batches.count());
   }
 
   /** Counts the micro-batches the lanes formed, to print their mean size. */
@@ -345,6 +350,10 @@ final class ThroughputRows {
     public void batch(int size) {
       batches.increment();
       messages.add(size);
+    }
+
+    long count() {
+      return batches.sum();
     }
 
     @Override

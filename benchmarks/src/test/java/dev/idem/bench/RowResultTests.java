@@ -37,4 +37,14 @@ class RowResultTests {
         .doesNotContain("x broker").doesNotContain("x JDBC tx/msg").doesNotContain("x Reactor Kafka");
     assertThat(table).containsPattern("4d row 4d +\\| +60,000 \\| +0\\.75 \\| +1\\.50 \\|");
   }
+
+  @Test
+  void idemRowsShowTheirMeanBatchAndTransactionsPerSecondAndTheColumnsGoWhenNoRowCountsBatches() {
+    RowResult idem = new RowResult("rabbit", "4d", "row 4d", RowResult.Kind.IDEM, 60_000, 2_000_000_000L, 1_000_000L, List.of(), 1_000);
+    assertThat(idem.meanBatch()).isEqualTo(60.0);
+    assertThat(idem.transactionsPerSecond()).isEqualTo(500.0);
+    assertThat(ResultTable.format(List.of(row("3", RowResult.Kind.JDBC_POLL, 40_000), idem)))
+        .contains("| mean batch |").containsPattern("\\|\\s+60\\.0 \\|\\s+500 \\|");
+    assertThat(ResultTable.format(List.of(row("3", RowResult.Kind.JDBC_POLL, 40_000)))).doesNotContain("mean batch");
+  }
 }
