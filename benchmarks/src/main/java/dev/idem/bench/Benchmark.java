@@ -1,6 +1,7 @@
 package dev.idem.bench;
 
 import dev.idem.kafka.KafkaEngine;
+import java.net.URI;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -85,7 +86,7 @@ public final class Benchmark {
             kafka.publish(warmTopic, warm);
             warmUpFailures.addAll(failedRows(new ThroughputRows("kafka", "kafka warm-up", options, db, tables, warm,
                 (rowId, engine) -> new KafkaFeed(kafka, warmTopic, "bench-warmup-" + suffix + "-" + rowId, engine, options.stall),
-                options.kafkaEngines, 1).run(), "warm-up "));
+                options.kafkaEngines, 1, kafka.brokerPid()).run(), "warm-up "));
             kafka.deleteTopic(warmTopic);
           }
           String topic = "bench_payments_" + suffix;
@@ -98,7 +99,7 @@ public final class Benchmark {
               AppInfoParser.getVersion(), kafka.where()));
           results.addAll(new ThroughputRows("kafka", "kafka", options, db, tables, workload,
               (rowId, engine) -> new KafkaFeed(kafka, topic, "bench-" + suffix + "-" + rowId, engine, options.stall), options.kafkaEngines,
-              options.rounds).run());
+              options.rounds, kafka.brokerPid()).run());
           kafka.deleteTopic(topic);
         }
       }
@@ -110,12 +111,12 @@ public final class Benchmark {
           if (options.warmup > 0) {
             Workload warm = Workload.generate(options.warmup, options.duplicates, options.accounts, options.seed + 1);
             warmUpFailures.addAll(failedRows(new ThroughputRows("rabbit", "rabbit warm-up", options, db, tables, warm,
-                (rowId, engine) -> new RabbitFeed(rabbit, "bench_warmup_" + suffix + "_" + rowId, warm, options.stall), RABBIT_ENGINES, 1).run(),
+                (rowId, engine) -> new RabbitFeed(rabbit, "bench_warmup_" + suffix + "_" + rowId, warm, options.stall), RABBIT_ENGINES, 1, rabbitPid(options)).run(),
                 "warm-up "));
           }
           results.addAll(new ThroughputRows("rabbit", "rabbit", options, db, tables, workload,
               (rowId, engine) -> new RabbitFeed(rabbit, "bench_payments_" + suffix + "_" + rowId, workload, options.stall), RABBIT_ENGINES,
-              options.rounds).run());
+              options.rounds, rabbitPid(options)).run());
         }
       }
     } finally {
@@ -131,13 +132,20 @@ public final class Benchmark {
       System.out.printf(Locale.ROOT, "# before the timed rows of each broker, the same rows ran untimed on %,d other messages (JIT warm-up)%n", options.warmup);
     }
     System.out.println("# msg/s: deliveries (duplicates included) from the first delivery to the last settlement (ack, or Kafka offset "
-        + "marked for commit); x ...: an Idem row's msg/s over the peer's; CPU: the benchmark JVM's process CPU time in that window");
+        + "marked for commit); x ...: an Idem row's msg/s over the peer's; CPU: the benchmark JVM's process CPU time in that window;"
+        + " broker CPU: the local broker process's CPU time from the row's start to its stop");
     System.out.println();
     System.out.print(ResultTable.format(results));
     System.out.println();
     List<String> failed = new ArrayList<>(warmUpFailures);
     failed.addAll(failedRows(results, ""));
     return verdict(failed, results.isEmpty());
+  }
+
+  /** The local RabbitMQ node's pid ({@code beam.smp}) when the benchmark talks to a broker on this machine, else -1. */
+  private static long rabbitPid(Options options) {
+    String host = URI.create(options.rabbitUri).getHost();
+    return host != null && (host.equals("127.0.0.1") || host.equals("localhost")) ? ProcessCpu.find("beam.smp") : -1;
   }
 
   private static List<String> failedRows(List<RowResult> results, String prefix) {

@@ -271,6 +271,11 @@ final class KafkaEnv implements AutoCloseable {
     }
   }
 
+  /** The pid of the broker this benchmark started, or -1 for an external one. */
+  long brokerPid() {
+    return broker == null ? -1 : broker.pid();
+  }
+
   @Override
   public void close() {
     admin.close(Duration.ofSeconds(5));

@@ -17,9 +17,10 @@ import java.util.Locale;
  * @param cpuNanos the benchmark process's CPU time in that window
  * @param failures what its correctness check found; empty when correct
  * @param batches the micro-batches (one transaction each) an Idem row's lanes formed in the window; -1 for other rows
+ * @param brokerCpuNanos the broker process's CPU time over the row (from its start to its stop), -1 when unknown
  */
 record RowResult(String broker, String id, String name, Kind kind, long messages, long nanos, long cpuNanos, List<String> failures,
-    long batches) {
+    long batches, long brokerCpuNanos) {
 
   /** The peers an Idem row is compared with, and Idem itself. */
   enum Kind {
@@ -52,7 +53,7 @@ record RowResult(String broker, String id, String name, Kind kind, long messages
   }
 
   RowResult(String broker, String id, String name, Kind kind, long messages, long nanos, long cpuNanos, List<String> failures) {
-    this(broker, id, name, kind, messages, nanos, cpuNanos, failures, -1);
+    this(broker, id, name, kind, messages, nanos, cpuNanos, failures, -1, -1);
   }
 
   static RowResult failed(String broker, String id, String name, Kind kind, String failure) {
@@ -78,7 +79,7 @@ record RowResult(String broker, String id, String name, Kind kind, long messages
     }
     String name = rounds.get(0).name + " [median of " + rounds.size() + " rounds: " + each + " msg/s]";
     return new RowResult(median.broker, median.id, name, median.kind, median.messages, median.nanos, median.cpuNanos, failures,
-        median.batches);
+        median.batches, median.brokerCpuNanos);
   }
 
   boolean ok() {
@@ -97,6 +98,11 @@ record RowResult(String broker, String id, String name, Kind kind, long messages
   /** Batches (transactions) per second, or -1 when the row does not count them. */
   double transactionsPerSecond() {
     return batches <= 0 || nanos <= 0 ? -1 : batches / (nanos / 1e9);
+  }
+
+  /** CPU seconds of the broker process per 1,000 messages, or -1 when unknown. */
+  double brokerCpuSecondsPerThousand() {
+    return brokerCpuNanos < 0 || messages <= 0 ? -1 : brokerCpuNanos / 1e9 / (messages / 1000.0);
   }
 
   /** CPU seconds of the benchmark process per 1,000 messages. */

@@ -49,14 +49,16 @@ final class ThroughputRows {
   private final FeedFactory feeds;
   private final List<KafkaEngine> engines;
   private final int rounds;
+  private final long brokerPid;
 
   /**
    * {@code engines}: the rows through the adapter (1b, 4a-5d) run once per engine; RabbitMQ passes
    * one, which it ignores. {@code rounds}: how often each row runs, in the table's order and then
-   * reversed, alternately; each row reports its median round.
+   * reversed, alternately; each row reports its median round. {@code brokerPid}: the local broker
+   * process whose CPU each row reports, or -1.
    */
   ThroughputRows(String broker, String label, Options options, Database db, Database.Tables tables, Workload workload, FeedFactory feeds,
-      List<KafkaEngine> engines, int rounds) {
+      List<KafkaEngine> engines, int rounds, long brokerPid) {
     this.broker = broker;
     this.label = label;
     this.options = options;
@@ -66,6 +68,7 @@ final class ThroughputRows {
     this.feeds = feeds;
     this.engines = engines;
     this.rounds = rounds;
+    this.brokerPid = brokerPid;
   }
 
   List<RowResult> run() {
@@ -170,13 +173,15 @@ final class ThroughputRows {
     RowResult result;
     try (Feed feed = feeds.open(feedId, engine)) {
       ThreadCpu profile = ThreadCpu.startIfEnabled();
+      long brokerCpu = ProcessCpu.nanos(brokerPid);
       Measured measured = body.run(feed);
+      long brokerCpuAfter = ProcessCpu.nanos(brokerPid);
       if (profile != null) {
         profile.print(label + " " + id);
       }
       Progress p = measured.progress();
       result = new RowResult(broker, id, name, kind, p.settled(), p.nanos(), p.cpuNanos(), Checker.failures(workload, measured.observation()),
-          measured.batches());
+          measured.batches(), brokerCpu < 0 || brokerCpuAfter < 0 ? -1 : brokerCpuAfter - brokerCpu);
     } catch (Exception | AssertionError e) {
       result = RowResult.failed(broker, id, name, kind, e.toString());
       e.printStackTrace();
