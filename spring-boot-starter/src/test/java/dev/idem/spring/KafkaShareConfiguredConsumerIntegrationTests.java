@@ -6,6 +6,7 @@ import static org.awaitility.Awaitility.await;
 import dev.idem.ShutdownReport;
 import dev.idem.kafka.KafkaShareSource;
 import dev.idem.kafka.testing.KafkaService;
+import dev.idem.kafka.testing.ShareGroups;
 import dev.idem.micrometer.MicrometerConsumerMetrics;
 import dev.idem.spring.testapp.OrderHandler;
 import dev.idem.spring.testapp.TestApplication;
@@ -17,11 +18,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
-import org.apache.kafka.clients.admin.AlterConfigOp;
-import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.producer.ProducerRecord;
-import org.apache.kafka.common.config.ConfigResource;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.builder.SpringApplicationBuilder;
 import org.springframework.boot.health.contributor.CompositeHealthContributor;
@@ -58,9 +55,7 @@ class KafkaShareConfiguredConsumerIntegrationTests {
     String topic = name + "_topic";
     String group = name + "_queue";
     KAFKA.createTopic(topic, 2);
-    KAFKA.admin().incrementalAlterConfigs(Map.of(new ConfigResource(ConfigResource.Type.GROUP, group),
-        List.of(new AlterConfigOp(new ConfigEntry("share.auto.offset.reset", "earliest"), AlterConfigOp.OpType.SET))))
-        .all().get(30, TimeUnit.SECONDS);
+    ShareGroups.configure(KAFKA, group, Map.of("share.auto.offset.reset", "earliest"));
     PG.execute("CREATE TABLE IF NOT EXISTS " + OrderHandler.TABLE + " (message_id text NOT NULL, body text NOT NULL)");
     List<ProducerRecord<byte[], byte[]>> records = new ArrayList<>();
     for (int i = 0; i < 60; i++) {
