@@ -39,12 +39,13 @@ class RowResultTests {
   }
 
   @Test
-  void idemRowsShowTheirMeanBatchAndTransactionsPerSecondAndTheColumnsGoWhenNoRowCountsBatches() {
-    RowResult idem = new RowResult("rabbit", "4d", "row 4d", RowResult.Kind.IDEM, 60_000, 2_000_000_000L, 1_000_000L, List.of(), 1_000);
+  void idemRowsShowTheirMeanBatchTransactionsPerSecondAndBrokerCpuAndTheColumnsGoWhenNoRowHasThem() {
+    RowResult idem = new RowResult("rabbit", "4d", "row 4d", RowResult.Kind.IDEM, 60_000, 2_000_000_000L, 1_000_000L, List.of(), 1_000, 3_000_000_000L);
     assertThat(idem.meanBatch()).isEqualTo(60.0);
     assertThat(idem.transactionsPerSecond()).isEqualTo(500.0);
+    assertThat(idem.brokerCpuSecondsPerThousand()).isEqualTo(0.05);
     assertThat(ResultTable.format(List.of(row("3", RowResult.Kind.JDBC_POLL, 40_000), idem)))
-        .contains("| mean batch |").containsPattern("\\|\\s+60\\.0 \\|\\s+500 \\|");
-    assertThat(ResultTable.format(List.of(row("3", RowResult.Kind.JDBC_POLL, 40_000)))).doesNotContain("mean batch");
+        .contains("| mean batch |").containsPattern("\\|\\s+60\\.0 \\|\\s+500 \\|\\s+0\\.000 \\|\\s+0\\.050 \\|");
+    assertThat(ResultTable.format(List.of(row("3", RowResult.Kind.JDBC_POLL, 40_000)))).doesNotContain("mean batch").doesNotContain("broker CPU");
   }
 }
