@@ -1,6 +1,7 @@
 package dev.idem.bench;
 
 import dev.idem.Delivery;
+import java.util.function.LongSupplier;
 import reactor.core.publisher.Flux;
 
 /**
@@ -69,8 +70,15 @@ interface Feed extends AutoCloseable {
    *
    * @param deliveries subscribe once
    * @param closer closes the source after the subscription is cancelled
+   * @param settleFrames the frames the adapter sent to settle deliveries so far (RabbitMQ's
+   *     {@code basic.ack} frames), -1 when it does not count them
    */
-  record Source(Flux<Delivery<Payment>> deliveries, Runnable closer) implements AutoCloseable {
+  record Source(Flux<Delivery<Payment>> deliveries, Runnable closer, LongSupplier settleFrames) implements AutoCloseable {
+
+    Source(Flux<Delivery<Payment>> deliveries, Runnable closer) {
+      this(deliveries, closer, () -> -1);
+    }
+
     @Override
     public void close() {
       closer.run();

@@ -158,12 +158,13 @@ final class RabbitFeed implements Feed {
 
   @Override
   public Source idemSource(int prefetch) {
+    // basic.qos twice the core's prefetch, as RabbitSourceOptions' default and the starter.
     RabbitSource<Payment> source = RabbitSource.create(RabbitSourceOptions.builder(queue)
         .uri(rabbit.uri())
-        .prefetch(Math.min(prefetch, RabbitSourceOptions.MAX_PREFETCH))
+        .prefetch(Math.min(2 * prefetch, RabbitSourceOptions.MAX_PREFETCH))
         .orderingKey((envelope, properties) -> properties.getHeaders() == null ? null : String.valueOf(properties.getHeaders().get("account")))
         .build(), new Payment.RabbitDecoder());
-    return new Source(source.receive(), source::close);
+    return new Source(source.receive(), source::close, source::ackFrames);
   }
 
   @Override

@@ -13,16 +13,16 @@ import java.util.Set;
  * database alone; when rows ran on both Kafka engines, a column gives each native row's rate over
  * its Reactor Kafka twin ({@code 4b} over {@code 4b-rk}). A ratio column whose peer did not run is
  * left out. Idem rows also show their mean batch (messages per transaction) and transactions per
- * second.
+ * second, and on RabbitMQ the {@code basic.ack} frames they sent per 1,000 messages.
  */
 final class ResultTable {
 
   private static final String[] HEADER = {"broker", "row", "msg/s", "x database", "x broker", "x JDBC tx/msg", "x JDBC tx/poll", "x Spring/record", "x Parallel Consumer", "x Spring/poll", "x R2DBC loop/msg",
       "x R2DBC loop set", "x Reactor Kafka",
-      "mean batch", "tx/s", "CPU s/1k msg", "broker CPU s/1k msg", "check"};
+      "mean batch", "tx/s", "ack frames/1k msg", "CPU s/1k msg", "broker CPU s/1k msg", "check"};
   private static final Set<String> LEFT_ALIGNED = Set.of("broker", "row", "check");
   /** Columns only some rows fill (Idem's batches), left out when none does. */
-  private static final Set<String> OPTIONAL = Set.of("mean batch", "tx/s", "broker CPU s/1k msg");
+  private static final Set<String> OPTIONAL = Set.of("mean batch", "tx/s", "ack frames/1k msg", "broker CPU s/1k msg");
 
   private ResultTable() {}
 
@@ -49,6 +49,7 @@ final class ResultTable {
           reactorKafka != null ? ratio(row, reactorKafka) : "",
           row.ok() && row.meanBatch() > 0 ? String.format(Locale.ROOT, "%.1f", row.meanBatch()) : "",
           row.ok() && row.transactionsPerSecond() > 0 ? String.format(Locale.ROOT, "%,.0f", row.transactionsPerSecond()) : "",
+          row.ok() && row.settleFramesPerThousand() >= 0 ? String.format(Locale.ROOT, "%.0f", row.settleFramesPerThousand()) : "",
           row.ok() ? String.format(Locale.ROOT, "%.3f", row.cpuSecondsPerThousand()) : "-",
           row.ok() && row.brokerCpuSecondsPerThousand() >= 0 ? String.format(Locale.ROOT, "%.3f", row.brokerCpuSecondsPerThousand()) : "",
           row.ok() ? "ok" : "FAILED: " + String.join("; ", row.failures())

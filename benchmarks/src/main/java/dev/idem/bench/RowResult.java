@@ -18,9 +18,11 @@ import java.util.Locale;
  * @param failures what its correctness check found; empty when correct
  * @param batches the micro-batches (one transaction each) an Idem row's lanes formed in the window; -1 for other rows
  * @param brokerCpuNanos the broker process's CPU time over the row (from its start to its stop), -1 when unknown
+ * @param settleFrames the frames an Idem row's adapter sent to settle its deliveries (RabbitMQ's {@code basic.ack}), -1 when
+ *     not counted
  */
 record RowResult(String broker, String id, String name, Kind kind, long messages, long nanos, long cpuNanos, List<String> failures,
-    long batches, long brokerCpuNanos) {
+    long batches, long brokerCpuNanos, long settleFrames) {
 
   /** The peers an Idem row is compared with, and Idem itself. */
   enum Kind {
@@ -53,7 +55,7 @@ record RowResult(String broker, String id, String name, Kind kind, long messages
   }
 
   RowResult(String broker, String id, String name, Kind kind, long messages, long nanos, long cpuNanos, List<String> failures) {
-    this(broker, id, name, kind, messages, nanos, cpuNanos, failures, -1, -1);
+    this(broker, id, name, kind, messages, nanos, cpuNanos, failures, -1, -1, -1);
   }
 
   static RowResult failed(String broker, String id, String name, Kind kind, String failure) {
@@ -79,7 +81,7 @@ record RowResult(String broker, String id, String name, Kind kind, long messages
     }
     String name = rounds.get(0).name + " [median of " + rounds.size() + " rounds: " + each + " msg/s]";
     return new RowResult(median.broker, median.id, name, median.kind, median.messages, median.nanos, median.cpuNanos, failures,
-        median.batches, median.brokerCpuNanos);
+        median.batches, median.brokerCpuNanos, median.settleFrames);
   }
 
   boolean ok() {
@@ -103,6 +105,11 @@ record RowResult(String broker, String id, String name, Kind kind, long messages
   /** CPU seconds of the broker process per 1,000 messages, or -1 when unknown. */
   double brokerCpuSecondsPerThousand() {
     return brokerCpuNanos < 0 || messages <= 0 ? -1 : brokerCpuNanos / 1e9 / (messages / 1000.0);
+  }
+
+  /** Settle frames (RabbitMQ's {@code basic.ack}) per 1,000 messages, or -1 when not counted. */
+  double settleFramesPerThousand() {
+    return settleFrames < 0 || messages <= 0 ? -1 : settleFrames / (messages / 1000.0);
   }
 
   /** CPU seconds of the benchmark process per 1,000 messages. */

@@ -152,9 +152,9 @@ final class ThroughputRows {
   static final int DATABASE_BATCH = 500;
 
   /** What a row measured and what its check observed. */
-  private record Measured(Progress progress, Checker.Observation observation, long batches) {
+  private record Measured(Progress progress, Checker.Observation observation, long batches, long settleFrames) {
     Measured(Progress progress, Checker.Observation observation) {
-      this(progress, observation, -1);
+      this(progress, observation, -1, -1);
     }
   }
 
@@ -181,7 +181,7 @@ final class ThroughputRows {
       }
       Progress p = measured.progress();
       result = new RowResult(broker, id, name, kind, p.settled(), p.nanos(), p.cpuNanos(), Checker.failures(workload, measured.observation()),
-          measured.batches(), brokerCpu < 0 || brokerCpuAfter < 0 ? -1 : brokerCpuAfter - brokerCpu);
+          measured.batches(), brokerCpu < 0 || brokerCpuAfter < 0 ? -1 : brokerCpuAfter - brokerCpu, measured.settleFrames());
     } catch (Exception | AssertionError e) {
       result = RowResult.failed(broker, id, name, kind, e.toString());
       e.printStackTrace();
@@ -324,6 +324,7 @@ final class ThroughputRows {
     BatchSizes batches = new BatchSizes();
     ConnectionPool pool = PostgresConnections.pool(db.r2dbcUrl(), setting.concurrency());
     String settled;
+    long frames;
     try {
       IdempotentConsumer<Payment> consumer = setting.consumer("idem-" + setting.id(), PostgresInbox.create(pool, tables.inbox()), tables.accounts(),
           batches);
@@ -337,13 +338,14 @@ final class ThroughputRows {
         } finally {
           running.dispose();
         }
+        frames = source.settleFrames().getAsLong();
       }
     } finally {
       pool.dispose();
     }
     String drained = settled != null ? settled : feed.drainedAfterStop();
-    System.err.printf(Locale.ROOT, "[%s] row %s: %s%n", label, setting.id(), batches);
-    return new Measured(progress, observe(progress, drained), batches.count());
+    System.err.printf(Locale.ROOT, "[%s] row %s: %s%s%n", label, setting.id(), batches, frames < 0 ? "" : ", " + frames + " ack frames");
+    return new Measured(progress, observe(progress, drained), batches.count(), frames);
   }
 
   /** Counts the micro-batches the lanes formed, to print their mean size. */

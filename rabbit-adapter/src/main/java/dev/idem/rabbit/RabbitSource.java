@@ -124,6 +124,27 @@ public final class RabbitSource<T> implements AutoCloseable {
   }
 
   /**
+   * The {@code basic.ack} frames this source sent. Acks are coalesced: an ack waits briefly
+   * (at most 50 ms, and at most half the prefetch of them per channel) for the deliveries below it
+   * on its channel, so that one {@code basic.ack} with {@code multiple} set carries them all; the
+   * ratio to {@link #acknowledged()} shows how well that works for a workload.
+   *
+   * @return the frames sent
+   */
+  public long ackFrames() {
+    return receiver.ackFrames();
+  }
+
+  /**
+   * The deliveries this source acknowledged (by the frames of {@link #ackFrames()}).
+   *
+   * @return the count
+   */
+  public long acknowledged() {
+    return receiver.acknowledged();
+  }
+
+  /**
    * How many times a consumer was registered: 1 after the first subscription, one more per
    * recovery.
    *

@@ -20,15 +20,23 @@ import java.util.regex.Pattern;
  *
  * <p>Prefetch and the pipeline: {@code prefetch} is the broker's {@code basic.qos}, the most
  * unacknowledged messages the broker hands this consumer. Keep it at least the
- * {@link dev.idem.IdempotentConsumer} concurrency, or the pipeline can never fill its slots; every
- * message above the concurrency waits in memory, so memory is bounded by {@code prefetch}.
+ * {@link dev.idem.IdempotentConsumer} concurrency, or the pipeline can never fill its slots, and
+ * best twice the pipeline's prefetch (as the default is): a message stays unacknowledged a little
+ * after the pipeline let go of it, while its ack waits to be coalesced. Every message above the
+ * concurrency waits in memory, so memory is bounded by {@code prefetch}.
  */
 public final class RabbitSourceOptions {
 
   /** Default broker URI: {@value}. */
   public static final String DEFAULT_URI = "amqp://guest:guest@localhost:5672";
-  /** Default {@code basic.qos} prefetch: {@value}, the core's default prefetch. */
-  public static final int DEFAULT_PREFETCH = IdempotentConsumer.DEFAULT_PREFETCH;
+  /**
+   * Default {@code basic.qos} prefetch: {@value}, twice the core's default prefetch. A delivery
+   * counts against {@code basic.qos} from the moment the broker sends it until its ack frame
+   * reaches the broker, longer than the pipeline holds it (acks wait briefly to be coalesced into
+   * one {@code multiple} ack, see {@link RabbitSource#ackFrames()}), so with a window of twice the
+   * pipeline's prefetch the pipeline always has its full prefetch to form batches from.
+   */
+  public static final int DEFAULT_PREFETCH = 2 * IdempotentConsumer.DEFAULT_PREFETCH;
   /** Largest prefetch RabbitMQ accepts: {@value}. */
   public static final int MAX_PREFETCH = 65_535;
   /** Default dead-letter mode: {@link DeadLetterMode#PUBLISH_WITH_CONFIRMS}. */

@@ -2,58 +2,85 @@ package dev.idem.rabbit.internal;
 
 import com.rabbitmq.client.Channel;
 import dev.idem.internal.JvmErrors;
+import dev.idem.internal.LogText;
+import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Comparator;
+import java.util.HashMap;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.NavigableMap;
 import java.util.Queue;
+import java.util.TreeMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.MonoSink;
 import reactor.core.scheduler.Scheduler;
 
 /**
- * Sends acknowledgements asked for together as few {@code basic.ack} frames as the broker's
- * semantics allow, without delaying any of them.
+ * Sends acknowledgements as few {@code basic.ack} frames as the broker's semantics allow: one
+ * {@code basic.ack} with {@code multiple} set up to the channel's contiguous settled watermark.
  *
- * <p>Every ack is queued and the queue is drained on the settling thread: whatever is queued when
- * a drain runs goes out in that drain, so nothing waits for more acks to arrive. Of the acks of
- * one drain on one channel, those that are the channel's lowest outstanding deliveries (no
- * delivery of a lower tag left unsettled on it) go out as one {@code basic.ack} with
- * {@code multiple} set, at the highest of their tags; each other one goes out alone. So a
- * multiple ack never covers a delivery that was not asked to be acknowledged: the
- * {@link ConsumerSession} knows every delivery its channel received and not yet settled, and a
- * delivery held back (a slow handler, a retry, an unreadable message left unacknowledged) stops
- * the run of lowest tags where it stands.
+ * <p>Every ack is queued and the queue is drained on the settling thread. A drained ack whose
+ * delivery is the channel's lowest outstanding one (no delivery of a lower tag left unsettled on
+ * it), together with every ack held above it that it makes contiguous, goes out at once as one
+ * frame at the highest of their tags. An ack above a delivery that is still unsettled (in another
+ * lane's transaction, a slow handler, a retry) is <em>held</em>: it waits for the deliveries below
+ * it so that one multiple ack carries them all. A held ack waits at most {@code maxHold}, and a
+ * channel holds at most {@code maxHeld} of them (a share of its prefetch: held acks use the
+ * broker's window); past either bound the held acks go out one frame each, as they would without
+ * coalescing. A multiple ack never covers a delivery that was not asked to be acknowledged: the
+ * {@link ConsumerSession} knows every delivery its channel received and not yet settled.
  *
- * <p>Each ack's {@link Mono} completes once the frame that carries it is written, and fails as
- * the single ack did: a channel that is gone (the broker redelivers the message) or a frame that
- * could not be written fails every ack it carried, which count as unsettled again while their
- * channel is open.
+ * <p>Each ack's {@link Mono} completes once the frame that carries it is written or once it is
+ * held, whichever comes first: a held ack is the coalescer's to send, and the pipeline's lane goes
+ * on. A held ack is sent before its channel closes on a stop ({@link #flush(ConsumerSession)});
+ * if the channel is lost first, the broker redelivers the message and the consumer's dedup
+ * acknowledges the copy without a second effect, as for an ack frame lost on the wire. An ack that
+ * is not held fails as the single ack did: a channel that is gone or a frame that could not be
+ * written fails every unheld ack it carried, which count as unsettled again while their channel is
+ * open.
  */
 final class AckCoalescer {
 
+  private static final Logger log = LoggerFactory.getLogger(AckCoalescer.class);
+
+  /** Default longest wait of a held ack for the deliveries below it: {@value} ms. */
+  static final long DEFAULT_MAX_HOLD_MILLIS = 200;
+
   private final Scheduler settling;
+  private final int maxHeld;
+  private final long maxHoldNanos;
   private final Queue<Pending> queue = new ConcurrentLinkedQueue<>();
   private final AtomicInteger wip = new AtomicInteger();
   private final AtomicLong frames = new AtomicLong();
   private final AtomicLong acks = new AtomicLong();
+  /** Held acks per channel, by tag; read and written on the settling thread only. */
+  private final Map<ConsumerSession, NavigableMap<Long, Pending>> held = new HashMap<>();
+  /** Whether a check of held acks' age is scheduled; settling thread only. */
+  private boolean ageCheckScheduled;
 
   /**
    * Creates a coalescer.
    *
    * @param settling the single thread that settles the source's deliveries
+   * @param maxHeld the most acks one channel holds back at once, at least 1
+   * @param maxHold the longest a held ack waits for the deliveries below it
    */
-  AckCoalescer(Scheduler settling) {
+  AckCoalescer(Scheduler settling, int maxHeld, Duration maxHold) {
     this.settling = settling;
+    this.maxHeld = Math.max(1, maxHeld);
+    this.maxHoldNanos = maxHold.toNanos();
   }
 
-  /** Acknowledges one delivery on its own channel; completes once a frame carrying it is written. */
+  /** Acknowledges one delivery on its own channel; completes once a frame carrying it is written or it is held. */
   Mono<Void> ack(RabbitDelivery<?> delivery) {
     return Mono.create(sink -> {
       queue.offer(new Pending(delivery, sink));
@@ -72,25 +99,69 @@ final class AckCoalescer {
     return frames.get();
   }
 
-  /** Deliveries acknowledged so far. */
+  /** Deliveries acknowledged so far (frames written). */
   long acks() {
     return acks.get();
+  }
+
+  /**
+   * A delivery of {@code session} was settled otherwise (rejected, or acknowledged after its dead
+   * letter): the watermark may have moved, so the acks held above it may go out. Settling thread.
+   */
+  void settledOtherwise(ConsumerSession session) {
+    NavigableMap<Long, Pending> mine = held.get(session);
+    if (mine != null && !mine.isEmpty()) {
+      sendRun(session, mine);
+      forgetIfEmpty(session, mine);
+    }
+  }
+
+  /**
+   * Sends every ack {@code session} holds, before its channel closes: as one multiple ack where
+   * they are contiguous from the watermark, else one frame each. Runs on the settling thread and
+   * completes once they are written; completes at once when the settling thread is gone.
+   */
+  Mono<Void> flush(ConsumerSession session) {
+    return Mono.<Void>fromRunnable(() -> {
+      drainNow();
+      NavigableMap<Long, Pending> mine = held.remove(session);
+      if (mine != null) {
+        sendRun(session, mine);
+        sendEach(session, mine);
+      }
+    }).subscribeOn(settling).onErrorResume(RejectedExecutionException.class, e -> Mono.empty());
+  }
+
+  /** Like {@link #flush(ConsumerSession)}, for every channel: before the connection closes. */
+  Mono<Void> flushAll() {
+    return Mono.<Void>fromRunnable(() -> {
+      drainNow();
+      for (ConsumerSession session : List.copyOf(held.keySet())) {
+        NavigableMap<Long, Pending> mine = held.remove(session);
+        sendRun(session, mine);
+        sendEach(session, mine);
+      }
+    }).subscribeOn(settling).onErrorResume(RejectedExecutionException.class, e -> Mono.empty());
   }
 
   private void drain() {
     int missed = 1;
     while (true) {
-      List<Pending> drained = new ArrayList<>();
-      for (Pending p = queue.poll(); p != null; p = queue.poll()) {
-        drained.add(p);
-      }
-      if (!drained.isEmpty()) {
-        send(drained);
-      }
+      drainNow();
       missed = wip.addAndGet(-missed);
       if (missed == 0) {
         return;
       }
+    }
+  }
+
+  private void drainNow() {
+    List<Pending> drained = new ArrayList<>();
+    for (Pending p = queue.poll(); p != null; p = queue.poll()) {
+      drained.add(p);
+    }
+    if (!drained.isEmpty()) {
+      send(drained);
     }
   }
 
@@ -118,33 +189,111 @@ final class AckCoalescer {
   }
 
   private void sendOnChannel(ConsumerSession session, List<Pending> pending) {
-    Channel channel = session.channel();
-    if (!channel.isOpen()) {
+    NavigableMap<Long, Pending> mine = held.computeIfAbsent(session, s -> new TreeMap<>());
+    if (!session.channel().isOpen()) {
+      // The broker took back every delivery of the channel; held acks (already accepted) go with them.
       for (Pending p : pending) {
         p.delivery.release();
         p.sink.error(new SettlementException("ack of message '" + p.delivery.idForLogs() + "' failed: its channel is gone"
             + " and the broker will redeliver the message", null));
       }
+      mine.values().forEach(p -> p.delivery.release());
+      held.remove(session);
       return;
     }
-    pending.sort(Comparator.comparingLong(p -> p.tag()));
-    int lowest = lowestOutstanding(session.outstandingTags(), pending);
-    if (lowest > 0) {
-      frame(session, pending.subList(0, lowest), lowest > 1);
+    long now = System.nanoTime();
+    for (Pending p : pending) {
+      p.heldSince = now;
+      Pending earlier = mine.put(p.tag(), p);
+      if (earlier != null && earlier != p) {
+        // A second ack of the same delivery (the first one's frame failed): the new one is sent.
+        earlier.accept();
+      }
     }
-    for (int i = lowest; i < pending.size(); i++) {
-      frame(session, pending.subList(i, i + 1), false);
+    sendRun(session, mine);
+    if (mine.size() >= maxHeld) {
+      sendEach(session, mine);
+    }
+    for (Pending p : mine.values()) {
+      p.accept();
+    }
+    if (!mine.isEmpty()) {
+      scheduleAgeCheck();
+    }
+    forgetIfEmpty(session, mine);
+  }
+
+  /** Sends the held acks that are contiguous from the channel's watermark as one frame. */
+  private void sendRun(ConsumerSession session, NavigableMap<Long, Pending> mine) {
+    int run = lowestOutstanding(session.outstandingTags(), mine.values().iterator());
+    if (run == 0) {
+      return;
+    }
+    List<Pending> carried = new ArrayList<>(run);
+    Iterator<Pending> it = mine.values().iterator();
+    for (int i = 0; i < run; i++) {
+      carried.add(it.next());
+      it.remove();
+    }
+    frame(session, carried, run > 1);
+  }
+
+  /** Sends every held ack of the channel, one frame each. */
+  private void sendEach(ConsumerSession session, NavigableMap<Long, Pending> mine) {
+    List<Pending> all = new ArrayList<>(mine.values());
+    mine.clear();
+    for (Pending p : all) {
+      frame(session, List.of(p), false);
+    }
+  }
+
+  private void forgetIfEmpty(ConsumerSession session, NavigableMap<Long, Pending> mine) {
+    if (mine.isEmpty()) {
+      held.remove(session);
+    }
+  }
+
+  private void scheduleAgeCheck() {
+    if (ageCheckScheduled) {
+      return;
+    }
+    try {
+      settling.schedule(this::checkAge, Math.max(1, maxHoldNanos), TimeUnit.NANOSECONDS);
+      ageCheckScheduled = true;
+    } catch (RejectedExecutionException e) {
+      // the source is closing: its channels close and the broker redelivers what they held
+    }
+  }
+
+  /** Sends, one frame each, the held acks of every channel whose oldest held ack waited {@code maxHold}. */
+  private void checkAge() {
+    ageCheckScheduled = false;
+    long now = System.nanoTime();
+    for (ConsumerSession session : List.copyOf(held.keySet())) {
+      NavigableMap<Long, Pending> mine = held.get(session);
+      sendRun(session, mine);
+      long oldest = Long.MAX_VALUE;
+      for (Pending p : mine.values()) {
+        oldest = Math.min(oldest, p.heldSince);
+      }
+      if (!mine.isEmpty() && now - oldest >= maxHoldNanos) {
+        sendEach(session, mine);
+      }
+      forgetIfEmpty(session, mine);
+    }
+    if (!held.isEmpty()) {
+      scheduleAgeCheck();
     }
   }
 
   /**
    * How many of {@code sorted} (acks in ascending tag order) are the channel's lowest
    * outstanding deliveries: the length of the run they share with the start of
-   * {@code outstanding} (the channel's unsettled tags, ascending). A repeated tag ends the run.
+   * {@code outstanding} (the channel's unsettled tags, ascending).
    */
-  static int lowestOutstanding(Iterator<Long> outstanding, List<Pending> sorted) {
+  static int lowestOutstanding(Iterator<Long> outstanding, Iterator<Pending> sorted) {
     int run = 0;
-    while (run < sorted.size() && outstanding.hasNext() && outstanding.next() == sorted.get(run).tag()) {
+    while (sorted.hasNext() && outstanding.hasNext() && outstanding.next() == sorted.next().tag()) {
       run++;
     }
     return run;
@@ -168,8 +317,13 @@ final class AckCoalescer {
       }
       Error fatal = JvmErrors.fatalIn(e);
       for (Pending p : carried) {
-        p.sink.error(fatal != null ? new JvmErrors.Signalled(fatal) : new SettlementException("ack of message '"
-            + p.delivery.idForLogs() + "' failed; the broker will redeliver the message", e));
+        if (p.accepted()) {
+          log.warn("Ack of message '{}' failed after it was held for coalescing; the broker will redeliver the message"
+              + " and the copy will be acknowledged as a duplicate: {}", p.delivery.idForLogs(), LogText.error(e));
+        } else {
+          p.sink.error(fatal != null ? new JvmErrors.Signalled(fatal) : new SettlementException("ack of message '"
+              + p.delivery.idForLogs() + "' failed; the broker will redeliver the message", e));
+        }
       }
       return;
     }
@@ -177,14 +331,36 @@ final class AckCoalescer {
     acks.addAndGet(carried.size());
     for (Pending p : carried) {
       session.settled(p.tag());
-      p.sink.success();
+      p.accept();
     }
   }
 
-  /** An ack asked for and not yet sent. */
-  record Pending(RabbitDelivery<?> delivery, MonoSink<Void> sink) {
+  /** An ack asked for and not yet sent; its state is read and written on the settling thread only. */
+  static final class Pending {
+    private final RabbitDelivery<?> delivery;
+    private final MonoSink<Void> sink;
+    private long heldSince;
+    private boolean accepted;
+
+    Pending(RabbitDelivery<?> delivery, MonoSink<Void> sink) {
+      this.delivery = delivery;
+      this.sink = sink;
+    }
+
     long tag() {
       return delivery.envelope().getDeliveryTag();
+    }
+
+    /** Completes the ack's {@link Mono}, once: its frame is written or the coalescer holds it. */
+    void accept() {
+      if (!accepted) {
+        accepted = true;
+        sink.success();
+      }
+    }
+
+    boolean accepted() {
+      return accepted;
     }
   }
 }

@@ -11,6 +11,7 @@ import dev.idem.internal.LogText;
 import dev.idem.rabbit.PayloadDecoder;
 import dev.idem.rabbit.RabbitSourceOptions;
 import java.io.IOException;
+import java.time.Duration;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -39,6 +40,9 @@ import reactor.util.retry.Retry;
 public final class RabbitReceiver<T> implements AutoCloseable {
 
   private static final Logger log = LoggerFactory.getLogger(RabbitReceiver.class);
+
+  /** Longest wait in {@link #close()} for the acks held for coalescing to be sent. */
+  private static final Duration FLUSH_TIMEOUT = Duration.ofSeconds(5);
 
   private final RabbitSourceOptions options;
   private final PayloadDecoder<T> decoder;
@@ -143,7 +147,8 @@ public final class RabbitReceiver<T> implements AutoCloseable {
       log.info("Consuming queue '{}' with prefetch {} on connection '{}'", options.queue(), options.prefetch(), options.connectionName());
       sink.onDispose(() -> {
         ended.set(true);
-        closeAsync(channel);
+        // Acks held for coalescing go out before the channel closes, or the broker would redeliver them.
+        settler.flush(session).doFinally(signal -> closeAsync(channel)).subscribe(ignored -> { }, error -> { });
       });
     }, FluxSink.OverflowStrategy.BUFFER);
   }
@@ -236,6 +241,24 @@ public final class RabbitReceiver<T> implements AutoCloseable {
   }
 
   /**
+   * {@code basic.ack} frames sent so far.
+   *
+   * @return the frame count
+   */
+  public long ackFrames() {
+    return settler.ackFrames();
+  }
+
+  /**
+   * Deliveries acknowledged so far.
+   *
+   * @return the count
+   */
+  public long acknowledged() {
+    return settler.acknowledged();
+  }
+
+  /**
    * How many consumer sessions (channel subscriptions) were started.
    *
    * @return 1 after the first subscription, more after recoveries
@@ -246,6 +269,7 @@ public final class RabbitReceiver<T> implements AutoCloseable {
 
   @Override
   public void close() {
+    settler.flushAll(FLUSH_TIMEOUT);
     connections.close();
     settler.close();
   }

@@ -9,6 +9,7 @@ import dev.idem.rabbit.DeadLetterMode;
 import dev.idem.rabbit.RabbitHeaders;
 import dev.idem.rabbit.RabbitSourceOptions;
 import java.io.IOException;
+import java.time.Duration;
 import java.time.Instant;
 import java.util.concurrent.TimeoutException;
 import java.util.HashMap;
@@ -47,12 +48,58 @@ public final class Settler implements AutoCloseable {
     this.options = options;
     this.ackScheduler = Schedulers.newSingle("idem-rabbit-ack-" + options.queue(), true);
     this.publisher = new ConfirmingPublisher("dead-letters-" + options.queue(), () -> connections.get().createChannel());
-    this.acks = new AckCoalescer(ackScheduler);
+    this.acks = new AckCoalescer(ackScheduler, Math.max(1, options.prefetch() / 2),
+        Duration.ofMillis(AckCoalescer.DEFAULT_MAX_HOLD_MILLIS));
   }
 
-  /** Acknowledges on the delivery's channel; acks asked for together go out together ({@link AckCoalescer}). */
+  /** Acknowledges on the delivery's channel, coalesced with the acks around it ({@link AckCoalescer}). */
   Mono<Void> ack(RabbitDelivery<?> delivery) {
     return acks.ack(delivery);
+  }
+
+  /**
+   * Sends the acks held for coalescing on {@code session}'s channel; completes once they are
+   * written. Called before the channel closes on a stop.
+   *
+   * @param session the channel's session
+   * @return completes when sent (or at once when the settler is closed)
+   */
+  Mono<Void> flush(ConsumerSession session) {
+    return acks.flush(session);
+  }
+
+  /**
+   * Sends every held ack of every channel, waiting at most {@code timeout}: called before the
+   * connection closes.
+   *
+   * @param timeout the longest wait
+   */
+  void flushAll(Duration timeout) {
+    try {
+      acks.flushAll().block(timeout);
+    } catch (RuntimeException e) {
+      // On the settling thread itself, or past the timeout: the channels close and the broker
+      // redelivers what they held; the consumer's dedup acknowledges the copies.
+      log.debug("Held acks of queue '{}' not flushed before close: {}", options.queue(), LogText.error(e));
+    }
+  }
+
+  /**
+   * {@code basic.ack} frames sent so far: with coalescing, fewer than {@link #acknowledged()}.
+   *
+   * @return the frame count
+   */
+  public long ackFrames() {
+    return acks.frames();
+  }
+
+  /**
+   * Deliveries acknowledged by those frames.
+   *
+   * @return the count
+   */
+  public long acknowledged() {
+    return acks.acks();
   }
 
   /**
@@ -161,6 +208,7 @@ public final class Settler implements AutoCloseable {
       try {
         action.run(channel);
         delivery.session().settled(delivery.envelope().getDeliveryTag());
+        acks.settledOtherwise(delivery.session());
       } catch (Throwable e) {
         // The client runs the user's hooks (metrics and observation collectors) here: Errors too.
         if (released && channel.isOpen()) {

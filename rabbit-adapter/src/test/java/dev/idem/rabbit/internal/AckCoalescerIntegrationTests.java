@@ -28,14 +28,16 @@ import reactor.core.scheduler.Scheduler;
 import reactor.core.scheduler.Schedulers;
 
 /**
- * {@link AckCoalescer} against the real broker: acks asked for together go out as one multiple
- * ack, and a multiple ack never covers a delivery that was not asked to be acknowledged (what the
- * broker requeues when the channel closes shows it).
+ * {@link AckCoalescer} against the real broker: acks asked for together, or held above a delivery
+ * not yet settled until it is, go out as one multiple ack; held acks go out one frame each past
+ * their bounds or on a flush; and a multiple ack never covers a delivery that was not asked to be
+ * acknowledged (what the broker requeues when the channel closes shows it).
  */
 class AckCoalescerIntegrationTests {
 
   private static final Duration TIMEOUT = Duration.ofSeconds(60);
   private static final int MESSAGES = 100;
+  private static final Duration SHORT_HOLD = Duration.ofMillis(200);
 
   private final RabbitService rabbit = RabbitService.get();
   private final List<Disposable> running = new ArrayList<>();
@@ -54,7 +56,7 @@ class AckCoalescerIntegrationTests {
     receiver = new RabbitReceiver<>(RabbitSourceOptions.builder(queue).uri(rabbit.uri()).prefetch(MESSAGES)
         .connectionName(PostgresService.uniqueName("coalesce-conn")).build(), PayloadDecoder.utf8());
     settling = Schedulers.newSingle("test-settling");
-    acks = new AckCoalescer(settling);
+    acks = new AckCoalescer(settling, MESSAGES, Duration.ofMinutes(5));
   }
 
   @AfterEach
@@ -79,17 +81,35 @@ class AckCoalescerIntegrationTests {
   }
 
   @Test
+  void acksAboveAnUnsettledDeliveryAreHeldAndGoOutWithItAsOneMultipleAck() throws Exception {
+    List<RabbitDelivery<String>> deliveries = receiveAll();
+
+    ackWhileTheSettlingThreadIsBusy(deliveries.subList(1, 10));
+    assertThat(acks.frames()).as("held: m-0 is not settled").isZero();
+    ackWhileTheSettlingThreadIsBusy(deliveries.subList(0, 1));
+    assertThat(acks.frames()).as("one multiple ack for m-0..m-9").isEqualTo(1);
+    ackWhileTheSettlingThreadIsBusy(deliveries.subList(10, MESSAGES));
+
+    assertThat(acks.frames()).as("then one for m-10..m-99").isEqualTo(2);
+    assertThat(acks.acks()).isEqualTo(MESSAGES);
+    assertThat(requeuedAfterClose()).isEmpty();
+  }
+
+  @Test
   void aHeldBackLowestDeliveryIsNeverCoveredByTheOthersAcks() throws Exception {
+    acks = new AckCoalescer(settling, MESSAGES, SHORT_HOLD);
     List<RabbitDelivery<String>> deliveries = receiveAll();
 
     ackWhileTheSettlingThreadIsBusy(deliveries.subList(1, MESSAGES));
 
-    assertThat(acks.frames()).as("one frame each: none of them is the lowest outstanding").isEqualTo(MESSAGES - 1);
+    await().atMost(TIMEOUT).untilAsserted(() -> assertThat(acks.frames())
+        .as("once held for maxHold, one frame each: none of them is the lowest outstanding").isEqualTo(MESSAGES - 1));
     assertThat(requeuedAfterClose()).containsExactly("m-0");
   }
 
   @Test
-  void aGapSplitsTheAcksIntoOneMultipleAckBelowItAndSingleAcksAboveIt() throws Exception {
+  void aGapSplitsTheAcksIntoOneMultipleAckBelowItAndSingleAcksAboveItOnceHeldLongEnough() throws Exception {
+    acks = new AckCoalescer(settling, MESSAGES, SHORT_HOLD);
     List<RabbitDelivery<String>> deliveries = receiveAll();
     List<RabbitDelivery<String>> asked = new ArrayList<>(deliveries);
     asked.remove(50);
@@ -98,21 +118,54 @@ class AckCoalescerIntegrationTests {
 
     ackWhileTheSettlingThreadIsBusy(asked);
 
-    assertThat(acks.frames()).as("one multiple ack for m-0..m-49, one each for m-51..m-99").isEqualTo(1 + 49);
+    await().atMost(TIMEOUT).untilAsserted(() -> assertThat(acks.frames())
+        .as("one multiple ack for m-0..m-49, one each for m-51..m-99").isEqualTo(1 + 49));
     assertThat(requeuedAfterClose()).containsExactly("m-50");
   }
 
   @Test
-  void onceTheHeldBackDeliveryIsAckedTheNextAcksCoalesceAgain() throws Exception {
+  void aChannelHoldsAtMostMaxHeldAcksAndSendsTheRestOneFrameEach() throws Exception {
+    acks = new AckCoalescer(settling, 10, Duration.ofMinutes(5));
     List<RabbitDelivery<String>> deliveries = receiveAll();
-    ackWhileTheSettlingThreadIsBusy(deliveries.subList(1, 10));
-    ackWhileTheSettlingThreadIsBusy(deliveries.subList(0, 1));
-    long before = acks.frames();
 
-    ackWhileTheSettlingThreadIsBusy(deliveries.subList(10, MESSAGES));
+    ackWhileTheSettlingThreadIsBusy(deliveries.subList(1, 6));
+    assertThat(acks.frames()).as("5 held, below maxHeld").isZero();
+    ackWhileTheSettlingThreadIsBusy(deliveries.subList(6, 11));
 
-    assertThat(acks.frames() - before).as("frames for m-10..m-99").isEqualTo(1);
-    assertThat(requeuedAfterClose()).isEmpty();
+    assertThat(acks.frames()).as("10 held: they go out one frame each").isEqualTo(10);
+    assertThat(requeuedAfterClose()).as("m-0 and what was never acked").hasSize(MESSAGES - 10).contains("m-0");
+  }
+
+  @Test
+  void flushSendsTheHeldAcksBeforeTheChannelCloses() throws Exception {
+    List<RabbitDelivery<String>> deliveries = receiveAll();
+    ackWhileTheSettlingThreadIsBusy(deliveries.subList(1, MESSAGES));
+    assertThat(acks.frames()).isZero();
+
+    acks.flush(deliveries.get(0).session()).block(TIMEOUT);
+
+    assertThat(acks.frames()).as("one frame each: m-0 is still outstanding").isEqualTo(MESSAGES - 1);
+    assertThat(requeuedAfterClose()).containsExactly("m-0");
+  }
+
+  @Test
+  void aRejectBelowTheHeldAcksLetsThemGoOutAsOneMultipleAck() throws Exception {
+    List<RabbitDelivery<String>> deliveries = receiveAll();
+    ackWhileTheSettlingThreadIsBusy(deliveries.subList(1, MESSAGES));
+    ConsumerSession session = deliveries.get(0).session();
+
+    Mono.fromRunnable(() -> {
+      try {
+        session.channel().basicReject(deliveries.get(0).envelope().getDeliveryTag(), false);
+      } catch (java.io.IOException e) {
+        throw new IllegalStateException(e);
+      }
+      session.settled(deliveries.get(0).envelope().getDeliveryTag());
+      acks.settledOtherwise(session);
+    }).subscribeOn(settling).block(TIMEOUT);
+
+    assertThat(acks.frames()).as("one multiple ack for m-1..m-99").isEqualTo(1);
+    assertThat(requeuedAfterClose()).as("m-0 was rejected without requeue").isEmpty();
   }
 
   @Test

@@ -19,7 +19,9 @@ final class RabbitSources {
     if (s.getQueue() == null || s.getQueue().isBlank()) {
       throw new IllegalArgumentException(at + ".source.queue is required");
     }
-    RabbitSourceOptions.Builder options = RabbitSourceOptions.builder(s.getQueue()).prefetch(prefetch);
+    // basic.qos twice the pipeline's prefetch, as RabbitSourceOptions' default: acks wait briefly to be coalesced.
+    int qos = (int) Math.min(RabbitSourceOptions.MAX_PREFETCH, 2L * prefetch);
+    RabbitSourceOptions.Builder options = RabbitSourceOptions.builder(s.getQueue()).prefetch(qos);
     if (s.getUri() != null) {
       options.uri(s.getUri());
     }
