@@ -76,11 +76,15 @@ final class RabbitFeed implements Feed {
 
   @Override
   public void brokerOnly(Progress progress, Set<String> idsSeen) throws Exception {
-    consumeLoop(progress, 1, (deliveries, channel) -> {
+    // What has arrived, acknowledged with one multiple ack per poll, as the per-poll loops do: the
+    // broker's ceiling for a consumer on one channel.
+    consumeLoop(progress, PEER_PREFETCH, (deliveries, channel) -> {
       for (Delivery d : deliveries) {
         Payment.decode(d.getBody());
         idsSeen.add(d.getProperties().getMessageId());
-        channel.basicAck(d.getEnvelope().getDeliveryTag(), false);
+      }
+      channel.basicAck(deliveries.get(deliveries.size() - 1).getEnvelope().getDeliveryTag(), true);
+      for (int i = 0; i < deliveries.size(); i++) {
         progress.settledOne();
       }
     });

@@ -18,6 +18,7 @@ import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.stream.Collectors;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Mono;
@@ -197,7 +198,7 @@ final class AckCoalescer {
         p.sink.error(new SettlementException("ack of message '" + p.delivery.idForLogs() + "' failed: its channel is gone"
             + " and the broker will redeliver the message", null));
       }
-      mine.values().forEach(p -> p.delivery.release());
+      droppedWithClosedChannel(session, mine);
       held.remove(session);
       return;
     }
@@ -225,6 +226,9 @@ final class AckCoalescer {
 
   /** Sends the held acks that are contiguous from the channel's watermark as one frame. */
   private void sendRun(ConsumerSession session, NavigableMap<Long, Pending> mine) {
+    if (droppedWithClosedChannel(session, mine)) {
+      return;
+    }
     int run = lowestOutstanding(session.outstandingTags(), mine.values().iterator());
     if (run == 0) {
       return;
@@ -238,8 +242,38 @@ final class AckCoalescer {
     frame(session, carried, run > 1);
   }
 
+  /**
+   * Whether the channel closed with acks held for it: the broker took its deliveries back and
+   * redelivers them (their copies are acknowledged as duplicates), so the held acks are dropped,
+   * with one log line.
+   */
+  private boolean droppedWithClosedChannel(ConsumerSession session, NavigableMap<Long, Pending> mine) {
+    if (mine.isEmpty() || session.channel().isOpen()) {
+      return false;
+    }
+    List<String> ids = new ArrayList<>(mine.size());
+    for (Pending p : mine.values()) {
+      p.delivery.release();
+      ids.add(p.delivery.idForLogs());
+    }
+    mine.clear();
+    log.info("The channel of {} ack(s) held for coalescing closed ({}); the broker redelivers those messages and their copies"
+        + " will be acknowledged as duplicates", ids.size(), describe(ids));
+    return true;
+  }
+
+  /** The first few ids, for a log line. */
+  private static String describe(List<String> ids) {
+    int shown = Math.min(ids.size(), 5);
+    return ids.subList(0, shown).stream().map(id -> "'" + id + "'").collect(Collectors.joining(", "))
+        + (ids.size() > shown ? " and " + (ids.size() - shown) + " more" : "");
+  }
+
   /** Sends every held ack of the channel, one frame each. */
   private void sendEach(ConsumerSession session, NavigableMap<Long, Pending> mine) {
+    if (droppedWithClosedChannel(session, mine)) {
+      return;
+    }
     List<Pending> all = new ArrayList<>(mine.values());
     mine.clear();
     for (Pending p : all) {
@@ -316,14 +350,18 @@ final class AckCoalescer {
         released.forEach(p -> p.delivery.restore());
       }
       Error fatal = JvmErrors.fatalIn(e);
+      List<String> heldIds = new ArrayList<>();
       for (Pending p : carried) {
         if (p.accepted()) {
-          log.warn("Ack of message '{}' failed after it was held for coalescing; the broker will redeliver the message"
-              + " and the copy will be acknowledged as a duplicate: {}", p.delivery.idForLogs(), LogText.error(e));
+          heldIds.add(p.delivery.idForLogs());
         } else {
           p.sink.error(fatal != null ? new JvmErrors.Signalled(fatal) : new SettlementException("ack of message '"
               + p.delivery.idForLogs() + "' failed; the broker will redeliver the message", e));
         }
+      }
+      if (!heldIds.isEmpty()) {
+        log.warn("Ack of {} message(s) held for coalescing failed ({}); the broker will redeliver them and their copies"
+            + " will be acknowledged as duplicates: {}", heldIds.size(), describe(heldIds), LogText.error(e));
       }
       return;
     }

@@ -149,6 +149,20 @@ class AckCoalescerIntegrationTests {
   }
 
   @Test
+  void heldAcksOfAChannelThatClosedAreDroppedAndTheBrokerRedeliversTheirMessages() throws Exception {
+    List<RabbitDelivery<String>> deliveries = receiveAll();
+    ackWhileTheSettlingThreadIsBusy(deliveries.subList(1, MESSAGES));
+    ConsumerSession session = deliveries.get(0).session();
+    session.channel().close();
+
+    acks.flush(session).block(TIMEOUT);
+
+    assertThat(acks.frames()).isZero();
+    assertThat(session.unsettled()).as("a closed channel counts nothing").isZero();
+    assertThat(requeuedAfterClose()).hasSize(MESSAGES);
+  }
+
+  @Test
   void aRejectBelowTheHeldAcksLetsThemGoOutAsOneMultipleAck() throws Exception {
     List<RabbitDelivery<String>> deliveries = receiveAll();
     ackWhileTheSettlingThreadIsBusy(deliveries.subList(1, MESSAGES));
