@@ -19,10 +19,10 @@ final class ResultTable {
 
   private static final String[] HEADER = {"broker", "row", "msg/s", "x database", "x broker", "x JDBC tx/msg", "x JDBC tx/poll", "x Spring/record", "x Parallel Consumer", "x Spring/poll", "x R2DBC loop/msg",
       "x R2DBC loop set", "x Reactor Kafka",
-      "mean batch", "tx/s", "ack frames/1k msg", "CPU s/1k msg", "broker CPU s/1k msg", "check"};
+      "mean batch", "tx/s", "ack frames/1k msg", "CPU s/1k msg", "broker CPU s/1k msg", "database CPU s/1k msg", "check"};
   private static final Set<String> LEFT_ALIGNED = Set.of("broker", "row", "check");
   /** Columns only some rows fill (Idem's batches), left out when none does. */
-  private static final Set<String> OPTIONAL = Set.of("mean batch", "tx/s", "ack frames/1k msg", "broker CPU s/1k msg");
+  private static final Set<String> OPTIONAL = Set.of("mean batch", "tx/s", "ack frames/1k msg", "broker CPU s/1k msg", "database CPU s/1k msg");
 
   private ResultTable() {}
 
@@ -52,6 +52,7 @@ final class ResultTable {
           row.ok() && row.settleFramesPerThousand() >= 0 ? String.format(Locale.ROOT, "%.0f", row.settleFramesPerThousand()) : "",
           row.ok() ? String.format(Locale.ROOT, "%.3f", row.cpuSecondsPerThousand()) : "-",
           row.ok() && row.brokerCpuSecondsPerThousand() >= 0 ? String.format(Locale.ROOT, "%.3f", row.brokerCpuSecondsPerThousand()) : "",
+          row.ok() && row.databaseCpuSecondsPerThousand() >= 0 ? String.format(Locale.ROOT, "%.3f", row.databaseCpuSecondsPerThousand()) : "",
           row.ok() ? "ok" : "FAILED: " + String.join("; ", row.failures())
       });
     }

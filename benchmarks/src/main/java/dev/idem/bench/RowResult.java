@@ -20,9 +20,10 @@ import java.util.Locale;
  * @param brokerCpuNanos the broker process's CPU time over the row (from its start to its stop), -1 when unknown
  * @param settleFrames the frames an Idem row's adapter sent to settle its deliveries (RabbitMQ's {@code basic.ack}), -1 when
  *     not counted
+ * @param databaseCpuNanos the local PostgreSQL's CPU time over the row, -1 when unknown
  */
 record RowResult(String broker, String id, String name, Kind kind, long messages, long nanos, long cpuNanos, List<String> failures,
-    long batches, long brokerCpuNanos, long settleFrames) {
+    long batches, long brokerCpuNanos, long settleFrames, long databaseCpuNanos) {
 
   /** The peers an Idem row is compared with, and Idem itself. */
   enum Kind {
@@ -55,7 +56,7 @@ record RowResult(String broker, String id, String name, Kind kind, long messages
   }
 
   RowResult(String broker, String id, String name, Kind kind, long messages, long nanos, long cpuNanos, List<String> failures) {
-    this(broker, id, name, kind, messages, nanos, cpuNanos, failures, -1, -1, -1);
+    this(broker, id, name, kind, messages, nanos, cpuNanos, failures, -1, -1, -1, -1);
   }
 
   static RowResult failed(String broker, String id, String name, Kind kind, String failure) {
@@ -81,7 +82,7 @@ record RowResult(String broker, String id, String name, Kind kind, long messages
     }
     String name = rounds.get(0).name + " [median of " + rounds.size() + " rounds: " + each + " msg/s]";
     return new RowResult(median.broker, median.id, name, median.kind, median.messages, median.nanos, median.cpuNanos, failures,
-        median.batches, median.brokerCpuNanos, median.settleFrames);
+        median.batches, median.brokerCpuNanos, median.settleFrames, median.databaseCpuNanos);
   }
 
   boolean ok() {
@@ -105,6 +106,11 @@ record RowResult(String broker, String id, String name, Kind kind, long messages
   /** CPU seconds of the broker process per 1,000 messages, or -1 when unknown. */
   double brokerCpuSecondsPerThousand() {
     return brokerCpuNanos < 0 || messages <= 0 ? -1 : brokerCpuNanos / 1e9 / (messages / 1000.0);
+  }
+
+  /** CPU seconds of the local PostgreSQL per 1,000 messages, or -1 when unknown. */
+  double databaseCpuSecondsPerThousand() {
+    return databaseCpuNanos < 0 || messages <= 0 ? -1 : databaseCpuNanos / 1e9 / (messages / 1000.0);
   }
 
   /** Settle frames (RabbitMQ's {@code basic.ack}) per 1,000 messages, or -1 when not counted. */

@@ -174,14 +174,17 @@ final class ThroughputRows {
     try (Feed feed = feeds.open(feedId, engine)) {
       ThreadCpu profile = ThreadCpu.startIfEnabled();
       long brokerCpu = ProcessCpu.nanos(brokerPid);
+      long databaseCpu = ProcessCpu.postgresNanos();
       Measured measured = body.run(feed);
       long brokerCpuAfter = ProcessCpu.nanos(brokerPid);
+      long databaseCpuAfter = ProcessCpu.postgresNanos();
       if (profile != null) {
         profile.print(label + " " + id);
       }
       Progress p = measured.progress();
       result = new RowResult(broker, id, name, kind, p.settled(), p.nanos(), p.cpuNanos(), Checker.failures(workload, measured.observation()),
-          measured.batches(), brokerCpu < 0 || brokerCpuAfter < 0 ? -1 : brokerCpuAfter - brokerCpu, measured.settleFrames());
+          measured.batches(), brokerCpu < 0 || brokerCpuAfter < 0 ? -1 : brokerCpuAfter - brokerCpu, measured.settleFrames(),
+          databaseCpu < 0 || databaseCpuAfter < 0 ? -1 : databaseCpuAfter - databaseCpu);
     } catch (Exception | AssertionError e) {
       result = RowResult.failed(broker, id, name, kind, e.toString());
       e.printStackTrace();

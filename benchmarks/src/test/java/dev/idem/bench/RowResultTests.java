@@ -41,15 +41,16 @@ class RowResultTests {
   @Test
   void idemRowsShowTheirMeanBatchTransactionsPerSecondAckFramesAndBrokerCpuAndTheColumnsGoWhenNoRowHasThem() {
     RowResult idem = new RowResult("rabbit", "4d", "row 4d", RowResult.Kind.IDEM, 60_000, 2_000_000_000L, 1_000_000L, List.of(), 1_000, 3_000_000_000L,
-        1_200);
+        1_200, 6_000_000_000L);
     assertThat(idem.meanBatch()).isEqualTo(60.0);
     assertThat(idem.transactionsPerSecond()).isEqualTo(500.0);
     assertThat(idem.brokerCpuSecondsPerThousand()).isEqualTo(0.05);
     assertThat(idem.settleFramesPerThousand()).isEqualTo(20.0);
+    assertThat(idem.databaseCpuSecondsPerThousand()).isEqualTo(0.1);
     assertThat(ResultTable.format(List.of(row("3", RowResult.Kind.JDBC_POLL, 40_000), idem)))
         .contains("| mean batch |").contains("| ack frames/1k msg |")
-        .containsPattern("\\|\\s+60\\.0 \\|\\s+500 \\|\\s+20 \\|\\s+0\\.000 \\|\\s+0\\.050 \\|");
+        .containsPattern("\\|\\s+60\\.0 \\|\\s+500 \\|\\s+20 \\|\\s+0\\.000 \\|\\s+0\\.050 \\|\\s+0\\.100 \\|");
     assertThat(ResultTable.format(List.of(row("3", RowResult.Kind.JDBC_POLL, 40_000)))).doesNotContain("mean batch").doesNotContain("broker CPU")
-        .doesNotContain("ack frames");
+        .doesNotContain("ack frames").doesNotContain("database CPU");
   }
 }
