@@ -125,7 +125,7 @@ public final class RabbitSource<T> implements AutoCloseable {
 
   /**
    * The {@code basic.ack} frames this source sent. Acks are coalesced: an ack waits briefly
-   * (at most 50 ms, and at most half the prefetch of them per channel) for the deliveries below it
+   * (at most 200 ms, and at most half the prefetch of them per channel) for the deliveries below it
    * on its channel, so that one {@code basic.ack} with {@code multiple} set carries them all; the
    * ratio to {@link #acknowledged()} shows how well that works for a workload.
    *

@@ -123,26 +123,31 @@ final class AckCoalescer {
    * completes once they are written; completes at once when the settling thread is gone.
    */
   Mono<Void> flush(ConsumerSession session) {
-    return Mono.<Void>fromRunnable(() -> {
+    return onSettlingThread(() -> {
       drainNow();
-      NavigableMap<Long, Pending> mine = held.remove(session);
-      if (mine != null) {
-        sendRun(session, mine);
-        sendEach(session, mine);
-      }
-    }).subscribeOn(settling).onErrorResume(RejectedExecutionException.class, e -> Mono.empty());
+      sendAllHeld(session);
+    });
   }
 
   /** Like {@link #flush(ConsumerSession)}, for every channel: before the connection closes. */
   Mono<Void> flushAll() {
-    return Mono.<Void>fromRunnable(() -> {
+    return onSettlingThread(() -> {
       drainNow();
-      for (ConsumerSession session : List.copyOf(held.keySet())) {
-        NavigableMap<Long, Pending> mine = held.remove(session);
-        sendRun(session, mine);
-        sendEach(session, mine);
-      }
-    }).subscribeOn(settling).onErrorResume(RejectedExecutionException.class, e -> Mono.empty());
+      List.copyOf(held.keySet()).forEach(this::sendAllHeld);
+    });
+  }
+
+  private Mono<Void> onSettlingThread(Runnable work) {
+    return Mono.<Void>fromRunnable(work).subscribeOn(settling).onErrorResume(RejectedExecutionException.class, e -> Mono.empty());
+  }
+
+  /** Sends every ack {@code session} holds: the contiguous run as one frame, the rest one frame each. */
+  private void sendAllHeld(ConsumerSession session) {
+    NavigableMap<Long, Pending> mine = held.remove(session);
+    if (mine != null) {
+      sendRun(session, mine);
+      sendEach(session, mine);
+    }
   }
 
   private void drain() {
@@ -207,7 +212,8 @@ final class AckCoalescer {
       p.heldSince = now;
       Pending earlier = mine.put(p.tag(), p);
       if (earlier != null && earlier != p) {
-        // A second ack of the same delivery (the first one's frame failed): the new one is sent.
+        // The delivery settles once (AbstractDelivery), so this does not happen; if it did, the
+        // earlier ack's Mono must not be left pending: the new one carries the tag.
         earlier.accept();
       }
     }
@@ -215,8 +221,11 @@ final class AckCoalescer {
     if (mine.size() >= maxHeld) {
       sendEach(session, mine);
     }
-    for (Pending p : mine.values()) {
-      p.accept();
+    // The drained acks still held are accepted; those already sent were accepted by their frame.
+    for (Pending p : pending) {
+      if (mine.get(p.tag()) == p) {
+        p.accept();
+      }
     }
     if (!mine.isEmpty()) {
       scheduleAgeCheck();
