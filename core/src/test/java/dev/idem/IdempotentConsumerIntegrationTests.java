@@ -90,13 +90,31 @@ class IdempotentConsumerIntegrationTests {
 
   @Test
   void sameIdDeliveredTwiceInSequenceAppliesOneEffectAndAcksBoth() {
-    TestDelivery<Integer> first = TestDelivery.of("m-1", 10);
+    // A broker redelivers a message with its key, so the copy waits for the first on the key's lane.
+    TestDelivery<Integer> first = TestDelivery.keyed("m-1", "k-1", 10);
     TestDelivery<Integer> again = first.redelivered();
 
     List<Outcome<Integer>> outcomes = consumer(recordEffect()).build()
         .process(Flux.just(first, again)).collectList().block(TIMEOUT);
 
     assertThat(statuses(outcomes)).containsExactly(Outcome.Status.PROCESSED, Outcome.Status.DUPLICATE);
+    assertThat(outcomes.get(0).delivery()).isSameAs(first);
+    assertThat(effectCount("m-1")).isEqualTo(1);
+    assertThat(inboxRows("m-1")).isEqualTo(1);
+    assertThat(first.ackCount()).isEqualTo(1);
+    assertThat(again.ackCount()).isEqualTo(1);
+  }
+
+  @Test
+  void sameIdWithoutKeyOnTwoLanesAppliesOneEffectAndAcksBoth() {
+    // Without a key nothing orders the two copies: they may run on two lanes at once, and either may win.
+    TestDelivery<Integer> first = TestDelivery.of("m-1", 10);
+    TestDelivery<Integer> again = first.redelivered();
+
+    List<Outcome<Integer>> outcomes = consumer(recordEffect()).build()
+        .process(Flux.just(first, again)).collectList().block(TIMEOUT);
+
+    assertThat(statuses(outcomes)).containsExactlyInAnyOrder(Outcome.Status.PROCESSED, Outcome.Status.DUPLICATE);
     assertThat(effectCount("m-1")).isEqualTo(1);
     assertThat(inboxRows("m-1")).isEqualTo(1);
     assertThat(first.ackCount()).isEqualTo(1);
