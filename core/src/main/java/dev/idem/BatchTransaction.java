@@ -119,13 +119,24 @@ final class BatchTransaction<T> {
             error -> new EffectTimeout(error, effectAt.get()))
         .onErrorMap(error -> effectsDone.get() && !(error instanceof HandlerFailure) && CommitRejected.matches(error),
             CommitRejected::new)
-        .doOnSuccess(fresh -> run.forEach(d -> metrics.transaction(d, Duration.ofNanos(System.nanoTime() - start), true)))
-        .doOnError(error -> run.forEach(d -> metrics.transaction(d, Duration.ofNanos(System.nanoTime() - start), false)));
+        .doOnSuccess(fresh -> reportTransaction(run, start, true))
+        .doOnError(error -> reportTransaction(run, start, false));
+  }
+
+  /** One transaction's duration, reported for each of its messages (one clock read and one {@code Duration} per transaction). */
+  private void reportTransaction(List<Delivery<T>> run, long startNanos, boolean committed) {
+    Duration took = Duration.ofNanos(System.nanoTime() - startNanos);
+    run.forEach(d -> metrics.transaction(d, took, committed));
   }
 
   /** The deliveries whose id was newly recorded; of repeats inside the batch, the first. */
   private static <T> Set<Delivery<T>> firstOccurrences(List<Delivery<T>> run, Set<String> newIds) {
-    Set<Delivery<T>> fresh = Collections.newSetFromMap(new IdentityHashMap<>());
+    Set<Delivery<T>> fresh = Collections.newSetFromMap(new IdentityHashMap<>(run.size()));
+    if (newIds.size() == run.size()) {
+      // As many new ids as deliveries: every delivery's id is new and none repeats (the usual case).
+      fresh.addAll(run);
+      return fresh;
+    }
     Set<String> claimed = new HashSet<>();
     for (Delivery<T> d : run) {
       if (newIds.contains(d.id()) && claimed.add(d.id())) {
@@ -164,7 +175,10 @@ final class BatchTransaction<T> {
         effectAt.set(index);
         return batchHandler.handle(items, tx);
       }, -1)
-          .doOnSuccess(ok -> items.forEach(i -> metrics.handler(i.delivery(), Duration.ofNanos(System.nanoTime() - start))));
+          .doOnSuccess(ok -> {
+            Duration took = Duration.ofNanos(System.nanoTime() - start);
+            items.forEach(i -> metrics.handler(i.delivery(), took));
+          });
     }
     return Flux.range(0, run.size())
         .filter(i -> fresh.contains(run.get(i)))
