@@ -202,13 +202,11 @@ final class LatencyMode {
       long publishNanos;
       String settled;
       ConnectionPool pool = PostgresConnections.pool(db.r2dbcUrl(), setting.concurrency());
-      TransactionTimes times = loop ? null : new TransactionTimes();
+      TransactionTimes times = new TransactionTimes(); // the loop reports no transactions: CPU and JIT only
       AutoCloseable running = loop ? jdbcLoop(feed, db, tables, progress) : idem(setting, feed, pool, tables, progress, times);
       try {
         awaitConsumer.run();
-        if (times != null) {
-          times.start();
-        }
+        times.start();
         long start = System.nanoTime();
         progress.measureFrom(start + TimeUnit.SECONDS.toNanos(WARMUP_SECONDS));
         for (int i = 0; i < workload.total(); i++) {
@@ -218,9 +216,7 @@ final class LatencyMode {
         flush.run();
         publishNanos = System.nanoTime() - start;
         progress.await(options.stall);
-        if (times != null) {
-          times.stop();
-        }
+        times.stop();
         settled = loop ? null : feed.settledOnBroker();
       } finally {
         running.close();
