@@ -16,6 +16,16 @@ final class RabbitSources {
   private RabbitSources() {}
 
   static Supplier<ConsumerSource<Object>> source(String at, IdemProperties.Source s, int prefetch, MessageDecoder<Object> decoder) {
+    RabbitSourceOptions built = options(at, s, prefetch);
+    PayloadDecoder<Object> payloads = (body, properties) -> decoder.decode(body);
+    return () -> {
+      RabbitSource<Object> rabbit = RabbitSource.create(built, payloads);
+      return ConsumerSource.of(rabbit::receive, rabbit);
+    };
+  }
+
+  /** The source's options from configuration: {@code basic.qos} twice the consumer's {@code prefetch}, at most {@link RabbitSourceOptions#MAX_PREFETCH}. */
+  static RabbitSourceOptions options(String at, IdemProperties.Source s, int prefetch) {
     if (s.getQueue() == null || s.getQueue().isBlank()) {
       throw new IllegalArgumentException(at + ".source.queue is required");
     }
@@ -38,11 +48,6 @@ final class RabbitSources {
             + s.getDeadLetterMode(), e);
       }
     }
-    RabbitSourceOptions built = options.build();
-    PayloadDecoder<Object> payloads = (body, properties) -> decoder.decode(body);
-    return () -> {
-      RabbitSource<Object> rabbit = RabbitSource.create(built, payloads);
-      return ConsumerSource.of(rabbit::receive, rabbit);
-    };
+    return options.build();
   }
 }
