@@ -387,7 +387,7 @@ public final class BatchLanes<I, O> implements Disposable {
       for (LaneItem<I, O> p : batch) {
         items.add(p.item);
       }
-      long started = group.started();
+      group.started();
       AtomicBoolean ended = new AtomicBoolean();
       BaseSubscriber<O> subscriber = new BaseSubscriber<>() {
         @Override
@@ -426,7 +426,7 @@ public final class BatchLanes<I, O> implements Disposable {
 
         private void end() {
           if (ended.compareAndSet(false, true)) {
-            group.ended(started);
+            group.ended();
           }
         }
 

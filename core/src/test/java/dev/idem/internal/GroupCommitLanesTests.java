@@ -56,7 +56,7 @@ class GroupCommitLanesTests {
   }
 
   private static GroupCommit waitingUpToAMinute(int fill) {
-    return GroupCommit.startingAt(fill, Duration.ofMinutes(1), Duration.ofMinutes(1));
+    return GroupCommit.startingAt(fill, Duration.ofMinutes(1));
   }
 
   private void submit(BatchLanes<Item, Item> lanes, String key, int n) {
@@ -115,7 +115,7 @@ class GroupCommitLanesTests {
 
   @Test
   void aSlowBatchHoldsTheOthersBackOnlyForTheBoundedWait() {
-    BatchLanes<Item, Item> lanes = lanes(2, 8, GroupCommit.startingAt(8, Duration.ofMillis(20), Duration.ofMillis(20)));
+    BatchLanes<Item, Item> lanes = lanes(2, 8, GroupCommit.startingAt(8, Duration.ofMillis(20)));
     submit(lanes, "slow", 1); // never released until the end
     submit(lanes, "a", 1);
     await().atMost(Duration.ofSeconds(30)).untilAsserted(() -> assertThat(batches.formed).hasSize(2));

@@ -36,7 +36,8 @@ public final class RabbitDelivery<T> extends AbstractDelivery<T> {
   private final Throwable decodingFailure;
   private final String orderingKey;
   private final int attempt;
-  private final Map<String, String> headers;
+  /** The headers rendered as text, on first use: most handlers never read them. */
+  private volatile Map<String, String> headers;
   /** Set once this delivery stopped counting as unsettled on its channel. */
   private final AtomicBoolean released = new AtomicBoolean();
   /** Set once a dead letter of this delivery was confirmed by the broker. */
@@ -56,7 +57,6 @@ public final class RabbitDelivery<T> extends AbstractDelivery<T> {
     this.decodingFailure = decodingFailure;
     this.orderingKey = orderingKey;
     this.attempt = DeliveryAttempts.of(envelope.isRedeliver(), properties.getHeaders());
-    this.headers = HeaderValues.renderAll(envelope, properties);
   }
 
   /**
@@ -94,7 +94,13 @@ public final class RabbitDelivery<T> extends AbstractDelivery<T> {
 
   @Override
   public Map<String, String> headers() {
-    return headers;
+    Map<String, String> rendered = headers;
+    if (rendered == null) {
+      // Two threads may both render: the maps are equal and immutable, so either may stay.
+      rendered = HeaderValues.renderAll(envelope, properties);
+      headers = rendered;
+    }
+    return rendered;
   }
 
   @Override
