@@ -227,10 +227,11 @@ class KafkaShareSourceIntegrationTests {
     assertThat(ShareGroups.leftOver(kafka, group, topic, LEFT_OVER_WINDOW)).isEmpty();
     assertThat(pg.count("SELECT count(DISTINCT message_id) FROM " + table)).isEqualTo(20);
     assertThat(pg.count("SELECT count(*) FROM " + table)).isEqualTo(20);
-    // What the stopped consumer held came back released (its second delivery); the rest was delivered once.
+    // What the stopped consumer held came back released (its second delivery). The rest was delivered once, or
+    // twice when the stopped client had fetched it into its buffer without handing it over: the broker counts that.
     assertThat(held).isNotEmpty();
     assertThat(second).filteredOn(o -> o.status() == Outcome.Status.PROCESSED).hasSize(20)
-        .allSatisfy(o -> assertThat(o.delivery().deliveryAttempt()).isEqualTo(held.contains(o.messageId()) ? 2 : 1));
+        .allSatisfy(o -> assertThat(o.delivery().deliveryAttempt()).isBetween(held.contains(o.messageId()) ? 2 : 1, 2));
   }
 
   @Test
