@@ -1,6 +1,7 @@
 package dev.idem.kafka.internal;
 
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -10,10 +11,10 @@ import org.apache.kafka.clients.consumer.ConsumerRecord;
 
 /**
  * The records one share consumer holds an acquisition lock on, and where each stands: acquired
- * (the client lets the loop acknowledge it) or renewing (a {@code RENEW} was sent; the client
- * hands the record back in a later poll, and only then may it be acknowledged again). A
- * settlement that comes while its record is renewing waits here until the record is back.
- * Confined to the loop's thread.
+ * (the client lets the loop acknowledge it) or renewing (a {@code RENEW} was sent; once the broker
+ * has answered it, the client hands the record back in the next poll, and only then may it be
+ * acknowledged again). A settlement that comes while its record is renewing waits here until the
+ * record is back. Confined to the loop's thread.
  */
 final class HeldRecords {
 
@@ -70,6 +71,8 @@ final class HeldRecords {
   record Polled(List<ConsumerRecord<byte[], byte[]>> fresh, List<Held> returned, List<Held> lost) {}
 
   private final Map<Key, Held> held = new LinkedHashMap<>();
+  /** Renewals sent and not answered yet, with when each was sent. */
+  private final Map<Key, Long> unanswered = new HashMap<>();
 
   /**
    * Takes a poll's records: a record that comes back from a renewal (same offset, same delivery
@@ -108,7 +111,7 @@ final class HeldRecords {
     return h != null && h.deliveryCount == ShareClients.deliveryCount(record) ? h : null;
   }
 
-  /** Forgets a record once it is settled. */
+  /** Forgets a record once it is settled, or once its lock is lost. */
   void remove(Held record) {
     held.remove(Key.of(record.record));
   }
@@ -144,6 +147,47 @@ final class HeldRecords {
     return false;
   }
 
+  /**
+   * Whether a renewal is still unanswered. A poll made then would make the client fetch new records
+   * into its buffer, where nobody renews them, so the loop waits for the answers first. A renewal
+   * counts until the broker answers it, even once its record is given up ({@link #dropOverdue}):
+   * the client keeps it until then.
+   */
+  boolean anyUnanswered() {
+    return !unanswered.isEmpty();
+  }
+
+  /**
+   * Stops waiting for renewals sent before {@code sentBefore} ({@link System#nanoTime()}); the
+   * client answers every renewal within its request timeouts, so this is a last resort.
+   *
+   * @return how many renewals were given up
+   */
+  int forgetUnansweredSentBefore(long sentBefore) {
+    int before = unanswered.size();
+    unanswered.values().removeIf(sentAt -> sentAt - sentBefore < 0);
+    return before - unanswered.size();
+  }
+
+  /**
+   * Takes the broker's answer to renewals at these offsets.
+   *
+   * @return the renewing records answered (a renewal whose record was given up has none)
+   */
+  List<Held> answered(String topic, int partition, Iterable<Long> offsets) {
+    List<Held> answered = new ArrayList<>();
+    for (long offset : offsets) {
+      Key key = new Key(topic, partition, offset);
+      if (unanswered.remove(key) != null) {
+        Held h = held.get(key);
+        if (h != null && h.state == State.RENEWING) {
+          answered.add(h);
+        }
+      }
+    }
+    return answered;
+  }
+
   boolean isEmpty() {
     return held.isEmpty();
   }
@@ -171,6 +215,7 @@ final class HeldRecords {
   void renewing(Held record, long now) {
     record.state = State.RENEWING;
     record.lockedAt = now;
+    unanswered.put(Key.of(record.record), now);
   }
 
   /**
@@ -204,6 +249,7 @@ final class HeldRecords {
   List<Held> clear() {
     List<Held> all = new ArrayList<>(held.values());
     held.clear();
+    unanswered.clear();
     return all;
   }
 }

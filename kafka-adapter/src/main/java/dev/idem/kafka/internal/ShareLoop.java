@@ -3,6 +3,7 @@ package dev.idem.kafka.internal;
 import dev.idem.Delivery;
 import dev.idem.internal.LogText;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -32,11 +33,14 @@ import reactor.core.publisher.Mono;
  * the client is single-threaded, so only this thread touches it).
  *
  * <p><b>Acquisition locks.</b> With kafka-clients 4.2 and later, records still in flight at half
- * their lock (the lock the broker reported) are renewed ({@code RENEW}, KIP-1222): the renewal
- * goes out with the next poll, the client hands the records back in a later poll (a poll that
- * carries or returns renewals fetches nothing new, so the records in flight stay bounded), and a
- * settlement that comes in between waits for its record ({@link HeldRecords}). A renewal the
- * broker refuses ends with the record delivered again, and the dedup row keeps the effect single.
+ * their lock (the lock the broker reported) are renewed ({@code RENEW}, KIP-1222). The renewal
+ * goes out at once on an acknowledgement request ({@code commitAsync}), which fetches nothing; the
+ * loop polls again only once the broker has answered every renewal, and that poll hands the
+ * renewed records back without fetching. A poll made while a renewal is unanswered would make the
+ * client fetch new records into its buffer, where nothing renews them while the slow record holds
+ * the loop, and their locks would run out there. A settlement that comes in between waits for its
+ * record ({@link HeldRecords}). A renewal the broker refuses ends with the record delivered again,
+ * and the dedup row keeps the effect single.
  * Older clients cannot renew: a WARN names the records when 80% of the lock (else the broker's
  * default of 30 s) has passed.
  *
@@ -52,6 +56,13 @@ final class ShareLoop<T> implements Runnable {
   /** How long a poll waits for renewed records to come back before the loop looks at its settlements again. */
   private static final Duration RENEWAL_POLL_TIMEOUT = Duration.ofMillis(50);
   private static final long WAIT_STEP_MILLIS = 50;
+  /** How long the loop waits for settlements between two looks at the broker's answers to renewals. */
+  private static final long ANSWER_STEP_MILLIS = 5;
+  /**
+   * How much longer than the lock the loop waits for the broker's answer to a renewal: the client's
+   * own bound ({@code default.api.timeout.ms}, 60 s by default) answers it within that.
+   */
+  private static final long ANSWER_LIMIT_NANOS = TimeUnit.SECONDS.toNanos(60);
   /** The acquisition lock assumed when the client cannot tell it (kafka-clients 4.1): the broker's default. */
   static final int DEFAULT_LOCK_MILLIS = 30_000;
 
@@ -135,6 +146,10 @@ final class ShareLoop<T> implements Runnable {
           continue;
         }
         applyQueued();
+        if (held.anyUnanswered()) {
+          awaitRenewalAnswers();
+          continue;
+        }
         ConsumerRecords<byte[], byte[]> records = consumer.poll(held.anyRenewing() ? RENEWAL_POLL_TIMEOUT : POLL_TIMEOUT);
         long now = System.nanoTime();
         lockNanos = TimeUnit.MILLISECONDS.toNanos(ShareClients.acquisitionLockTimeoutMs(consumer).orElse(DEFAULT_LOCK_MILLIS));
@@ -199,7 +214,31 @@ final class ShareLoop<T> implements Runnable {
     }
   }
 
-  /** Sends {@code RENEW} for every acquired record; the next poll carries it, a later one returns the records. */
+  /**
+   * Waits for the broker to answer the renewals sent: {@code commitAsync} sends the acceptances
+   * settled meanwhile and takes the answers that came (they reach {@link #committed}); renewals
+   * unanswered within the lock are given up.
+   */
+  private void awaitRenewalAnswers() throws InterruptedException {
+    consumer.commitAsync();
+    long now = System.nanoTime();
+    lost(held.dropOverdue(now, lockNanos), "its renewal was not answered within the lock");
+    int unanswered = held.forgetUnansweredSentBefore(now - lockNanos - ANSWER_LIMIT_NANOS);
+    if (unanswered > 0) {
+      log.warn("Kafka share source '{}': the broker answered {} lock renewals in neither the lock nor {} s more; the consumer polls"
+          + " again without them", group, unanswered, TimeUnit.NANOSECONDS.toSeconds(ANSWER_LIMIT_NANOS));
+    }
+    if (held.anyUnanswered()) {
+      ShareSettlement first = settlements.poll(ANSWER_STEP_MILLIS, TimeUnit.MILLISECONDS);
+      if (first != null) {
+        apply(first);
+        applyQueued();
+      }
+    }
+    meters.held(held.size());
+  }
+
+  /** Sends {@code RENEW} for every acquired record at once; the poll after the broker's answer returns the records. */
   private void renewAcquired(long now, HeldRecords.Held oldest) {
     List<HeldRecords.Held> acquired = held.acquired();
     long oldestMillis = HeldRecords.heldMillis(oldest, now);
@@ -214,6 +253,8 @@ final class ShareLoop<T> implements Runnable {
           + " and found duplicates", group, LogText.error(e));
       return;
     }
+    // Out now, on an acknowledgement request: a poll would carry it too, but would also fetch.
+    consumer.commitAsync();
     meters.renewed(acquired.size());
     String line = "Kafka share source '{}' renews the acquisition locks of {} records still in flight, the oldest ({}) for {} ms of"
         + " its {} ms lock";
@@ -270,14 +311,25 @@ final class ShareLoop<T> implements Runnable {
     }
   }
 
+  /** The client's word on acknowledgements sent: answers renewals, and names what the broker refused. */
   private void committed(Map<TopicIdPartition, Set<Long>> offsets, Exception error) {
+    List<HeldRecords.Held> renewals = new ArrayList<>();
+    offsets.forEach((partition, at) -> renewals.addAll(held.answered(partition.topic(), partition.partition(), at)));
     if (error == null) {
       return;
     }
-    if (error instanceof UnsupportedVersionException && renew != null) {
+    boolean turnedOff = error instanceof UnsupportedVersionException && renew != null;
+    if (turnedOff) {
       renew = null;
       log.warn("Kafka share source '{}': the broker does not support lock renewal (RENEW needs Kafka 4.2 brokers; {}); records in"
           + " flight past their lock are delivered again and found duplicates", group, LogText.error(error));
+    }
+    if (!renewals.isEmpty()) {
+      // The client does not hand a refused renewal back: the broker delivers the record again.
+      renewals.forEach(held::remove);
+      lost(renewals, "the broker refused its renewal (" + LogText.error(error) + ")");
+    }
+    if (turnedOff || renewals.size() == offsets.values().stream().mapToInt(Set::size).sum()) {
       return;
     }
     log.warn("Kafka share source '{}': the broker refused acknowledgements of {} ({}); records whose acquisition lock ran out are"

@@ -59,6 +59,44 @@ class HeldRecordsTests {
   }
 
   @Test
+  void theLoopMayPollOnlyOnceTheBrokerHasAnsweredEveryRenewalItSent() {
+    ConsumerRecord<byte[], byte[]> a = record(1, 1);
+    ConsumerRecord<byte[], byte[]> b = record(2, 1);
+    held.absorb(List.of(a, b), 0);
+    assertThat(held.anyUnanswered()).as("nothing renewing").isFalse();
+    held.renewing(held.get(a), 5);
+    held.renewing(held.get(b), 5);
+    assertThat(held.anyUnanswered()).isTrue();
+
+    assertThat(held.answered("t", 1, List.of(1L))).as("another partition").isEmpty();
+    assertThat(held.answered("t", 0, List.of(1L, 9L))).extracting(HeldRecords.Held::record).containsExactly(a);
+    assertThat(held.anyUnanswered()).as("b's answer is still out").isTrue();
+    assertThat(held.answered("t", 0, List.of(1L, 2L))).as("a is answered once").extracting(HeldRecords.Held::record)
+        .containsExactly(b);
+    assertThat(held.anyUnanswered()).isFalse();
+
+    held.absorb(List.of(record(1, 1), record(2, 1)), 10);
+    held.renewing(held.get(a), 20);
+    assertThat(held.anyUnanswered()).as("a second renewal waits for its own answer").isTrue();
+    assertThat(held.answered("t", 0, List.of(2L))).as("b is acquired, not renewing").isEmpty();
+  }
+
+  @Test
+  void aRenewalGivenUpAtTheLockIsStillAwaitedUntilTheBrokerAnswersOrTheLastResortPasses() {
+    ConsumerRecord<byte[], byte[]> a = record(1, 1);
+    ConsumerRecord<byte[], byte[]> b = record(2, 1);
+    held.absorb(List.of(a, b), 0);
+    held.renewing(held.get(a), 100);
+    held.renewing(held.get(b), 300);
+    assertThat(held.dropOverdue(1_250, 1_000)).extracting(HeldRecords.Held::record).containsExactly(a);
+    assertThat(held.anyUnanswered()).as("the client keeps a's renewal until the broker answers").isTrue();
+    assertThat(held.answered("t", 0, List.of(1L))).as("a was given up").isEmpty();
+    assertThat(held.forgetUnansweredSentBefore(200)).isZero();
+    assertThat(held.forgetUnansweredSentBefore(301)).isOne();
+    assertThat(held.anyUnanswered()).isFalse();
+  }
+
+  @Test
   void aRenewalThatDoesNotComeBackWithinTheLockIsDropped() {
     ConsumerRecord<byte[], byte[]> record = record(5, 1);
     held.absorb(List.of(record), 0);

@@ -29,6 +29,7 @@ import java.util.Queue;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.kafka.clients.producer.ProducerRecord;
@@ -140,15 +141,14 @@ class KafkaShareSourceIntegrationTests {
    * delivered once and applied once. kafka-clients 4.1 cannot: the lock runs out, the other source
    * gets the record, and the dedup row makes that copy a duplicate.
    *
-   * <p>Both records are on one partition, so that one poll hands both over. On two partitions the
-   * client may fetch the quick one into its buffer but hand it over only in a later poll, which the
-   * loop holds back while the slow one is in flight, and its lock runs out there: a known gap of the
-   * renewing loop (docs/kafka.md, "Share groups"), seen with kafka-clients 4.4.0.
+   * <p>The records are on two partitions, so a consumer may be handed the slow one alone. Its
+   * renewals must not fetch the quick one into that consumer's buffer, where its lock would run out
+   * (before the fix, about half the runs with kafka-clients 4.4.0 lost it so).
    */
   @Test
   void aHandlerSlowerThanTheAcquisitionLockAppliesItsMessageOnce() {
     ShareGroups.configure(kafka, group, Map.of("share.record.lock.duration.ms", "3000"));
-    kafka.sendAll(List.of(KafkaService.record(topic, 0, "ks", "slow-1", "slow"), KafkaService.record(topic, 0, "kq", "quick-1", "quick")));
+    kafka.sendAll(List.of(KafkaService.record(topic, 0, "ks", "slow-1", "slow"), KafkaService.record(topic, 1, "kq", "quick-1", "quick")));
     Queue<Outcome<String>> outcomes = new ConcurrentLinkedQueue<>();
     List<Disposable> running = new ArrayList<>();
     SimpleMeterRegistry meters = new SimpleMeterRegistry();
@@ -193,6 +193,60 @@ class KafkaShareSourceIntegrationTests {
       assertThat(slow).filteredOn(o -> o.status() == Outcome.Status.DUPLICATE)
           .allSatisfy(o -> assertThat(o.delivery().deliveryAttempt()).isGreaterThanOrEqualTo(2));
       assertThat(renewed).isZero();
+    }
+  }
+
+  /**
+   * A renewal fetches nothing. Records sent while a slow record holds the only consumer stay with
+   * the broker, not in the client's buffer, where nothing would renew them and their locks would
+   * run out (before the fix, kafka-clients 4.2+ fetched them with the renewing poll; each came
+   * back a second time, and the loop's polls failed). So each is delivered once, after the slow
+   * one, and applied once.
+   */
+  @Test
+  void recordsSentWhileASlowRecordIsRenewedWaitAtTheBrokerAndAreDeliveredOnce() {
+    ShareGroups.configure(kafka, group, Map.of("share.record.lock.duration.ms", "3000"));
+    kafka.sendAll(List.of(KafkaService.record(topic, 0, "ks", "slow-1", "slow")));
+    Queue<Outcome<String>> outcomes = new ConcurrentLinkedQueue<>();
+    SimpleMeterRegistry meters = new SimpleMeterRegistry();
+    AtomicBoolean slowStarted = new AtomicBoolean();
+    IdempotentConsumer<String> consumer = consumer((payload, tx) -> (payload.equals("slow") && tx.metadata().deliveryAttempt() == 1
+        ? Mono.fromRunnable(() -> slowStarted.set(true)).then(Mono.delay(Duration.ofSeconds(9))).then() : Mono.<Void>empty())
+        .then(Mono.from(recording().handle(payload, tx))).then());
+    List<String> quick = new ArrayList<>();
+    try (KafkaShareSource<String> source = KafkaShareSource.create(options().meterRegistry(meters).build())) {
+      Disposable running = consumer.process(source.receive()).subscribe(outcomes::add);
+      try {
+        await().atMost(TIMEOUT).untilTrue(slowStarted);
+        List<ProducerRecord<byte[], byte[]>> records = new ArrayList<>();
+        for (int i = 0; i < 6; i++) {
+          quick.add("quick-" + i);
+          records.add(KafkaService.record(topic, i % 3, "kq" + i, "quick-" + i, "quick"));
+        }
+        kafka.sendAll(records);
+        await().atMost(TIMEOUT).untilAsserted(() -> assertThat(processedIds(outcomes)).hasSize(7));
+        awaitQuiet(outcomes);
+      } finally {
+        running.dispose();
+      }
+    }
+    assertThat(ShareGroups.leftOver(kafka, group, topic, LEFT_OVER_WINDOW)).isEmpty();
+    assertThat(pg.count("SELECT count(*) FROM " + table)).isEqualTo(7);
+    assertThat(pg.count("SELECT count(DISTINCT message_id) FROM " + table)).isEqualTo(7);
+    assertThat(outcomes).filteredOn(o -> quick.contains(o.messageId())).as("each quick record delivered once")
+        .hasSize(6).allSatisfy(o -> {
+          assertThat(o.status()).isEqualTo(Outcome.Status.PROCESSED);
+          assertThat(o.delivery().deliveryAttempt()).isEqualTo(1);
+        });
+    List<Outcome<String>> slow = outcomes.stream().filter(o -> "slow-1".equals(o.messageId())).toList();
+    assertThat(slow).filteredOn(o -> o.status() == Outcome.Status.PROCESSED).hasSize(1);
+    if (ShareGroups.clientRenewsLocks()) {
+      assertThat(slow).singleElement().satisfies(o -> assertThat(o.delivery().deliveryAttempt()).isEqualTo(1));
+      assertThat(meters.counter(KafkaShareSource.RENEWED_LOCKS_METRIC, "idem.source", group).count()).isGreaterThanOrEqualTo(4);
+      assertThat(meters.counter(KafkaShareSource.LOST_LOCKS_METRIC, "idem.source", group).count()).isZero();
+    } else {
+      // kafka-clients 4.1 cannot renew: the lock ran out under the handler, and the copy that came back is a duplicate.
+      assertThat(slow).filteredOn(o -> o.status() == Outcome.Status.DUPLICATE).isNotEmpty();
     }
   }
 
