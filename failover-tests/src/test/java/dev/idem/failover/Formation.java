@@ -7,6 +7,7 @@ import java.io.File;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -288,7 +289,35 @@ final class Formation {
    * out of it, the primary replicates to it asynchronously.
    */
   void setReplicationQuorum(String node, boolean quorum) {
-    run(autoctl("set", "node", "replication-quorum", Boolean.toString(quorum), "--pgdata", dir.resolve(node).toString()), true);
+    List<String> command = autoctl("set", "node", "replication-quorum", Boolean.toString(quorum), "--pgdata", dir.resolve(node).toString());
+    long deadline = System.nanoTime() + STEP_TIMEOUT.toNanos();
+    Duration pause = Duration.ZERO;
+    while (true) {
+      // The monitor refuses a change while the formation still applies the last one (pg_autoctl exits 6 with the
+      // primary in apply_settings, seen in CI): each attempt starts from a settled formation.
+      awaitSettled(pause);
+      try {
+        run(command, true);
+        return;
+      } catch (IllegalStateException e) {
+        if (System.nanoTime() - deadline > 0) {
+          throw e;
+        }
+        System.out.println("retrying once the formation has settled: " + e.getMessage());
+        pause = Duration.ofSeconds(1);
+      }
+    }
+  }
+
+  /** Waits (after {@code pause}) until one node is primary, the others secondary, each in the state the monitor assigned. */
+  private void awaitSettled(Duration pause) {
+    Awaitility.await("every node in its assigned state").pollDelay(pause).atMost(STEP_TIMEOUT.plus(pause))
+        .pollInterval(Duration.ofMillis(200)).until(() -> {
+          Map<String, String[]> s = states();
+          return s.size() == NODES.size() && s.values().stream().allMatch(v -> v[0].equals(v[1]))
+              && s.values().stream().filter(v -> v[0].equals("primary")).count() == 1
+              && s.values().stream().filter(v -> v[0].equals("secondary")).count() == NODES.size() - 1;
+        });
   }
 
   /**
@@ -506,7 +535,8 @@ final class Formation {
 
   private static String tail(Path file, int lines) {
     try {
-      List<String> all = Files.readAllLines(file);
+      // pg_autoctl's output is not always UTF-8; a malformed byte becomes U+FFFD rather than hiding the lines.
+      List<String> all = new String(Files.readAllBytes(file), StandardCharsets.UTF_8).lines().toList();
       return String.join("\n", all.subList(Math.max(0, all.size() - lines), all.size()));
     } catch (IOException | RuntimeException e) {
       return "(unreadable: " + e + ")";
