@@ -312,12 +312,14 @@ final class Formation {
   /** Waits (after {@code pause}) until one node is primary, the others secondary, each in the state the monitor assigned. */
   private void awaitSettled(Duration pause) {
     Awaitility.await("every node in its assigned state").pollDelay(pause).atMost(STEP_TIMEOUT.plus(pause))
-        .pollInterval(Duration.ofMillis(200)).until(() -> {
-          Map<String, String[]> s = states();
-          return s.size() == NODES.size() && s.values().stream().allMatch(v -> v[0].equals(v[1]))
-              && s.values().stream().filter(v -> v[0].equals("primary")).count() == 1
-              && s.values().stream().filter(v -> v[0].equals("secondary")).count() == NODES.size() - 1;
-        });
+        .pollInterval(Duration.ofMillis(200)).until(() -> settled(states()));
+  }
+
+  /** One node primary, the others secondary, each in the state the monitor assigned. */
+  private static boolean settled(Map<String, String[]> s) {
+    return s.size() == NODES.size() && s.values().stream().allMatch(v -> v[0].equals(v[1]))
+        && s.values().stream().filter(v -> v[0].equals("primary")).count() == 1
+        && s.values().stream().filter(v -> v[0].equals("secondary")).count() == NODES.size() - 1;
   }
 
   /**
@@ -367,10 +369,7 @@ final class Formation {
     Awaitility.await("a primary and a synchronous secondary").atMost(STEP_TIMEOUT).pollInterval(Duration.ofMillis(500))
         .until(() -> {
           Map<String, String[]> s = states();
-          boolean settled = s.size() == NODES.size() && s.values().stream().allMatch(v -> v[0].equals(v[1]))
-              && s.values().stream().filter(v -> v[0].equals("primary")).count() == 1
-              && s.values().stream().filter(v -> v[0].equals("secondary")).count() == NODES.size() - 1;
-          if (!settled) {
+          if (!settled(s)) {
             checkpointWhereStandbyWaits(s);
             return false;
           }

@@ -314,7 +314,10 @@ final class ShareLoop<T> implements Runnable {
   /** The client's word on acknowledgements sent: answers renewals, and names what the broker refused. */
   private void committed(Map<TopicIdPartition, Set<Long>> offsets, Exception error) {
     List<HeldRecords.Held> renewals = new ArrayList<>();
-    offsets.forEach((partition, at) -> renewals.addAll(held.answered(partition.topic(), partition.partition(), at)));
+    if (held.anyUnanswered()) {
+      // Most answers are to acceptances; only look the offsets up while a renewal is out.
+      offsets.forEach((partition, at) -> renewals.addAll(held.answered(partition.topic(), partition.partition(), at)));
+    }
     if (error == null) {
       return;
     }
