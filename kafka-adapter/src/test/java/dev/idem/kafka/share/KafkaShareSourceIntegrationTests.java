@@ -201,7 +201,8 @@ class KafkaShareSourceIntegrationTests {
    * the broker, not in the client's buffer, where nothing would renew them and their locks would
    * run out (before the fix, kafka-clients 4.2+ fetched them with the renewing poll; each came
    * back a second time, and the loop's polls failed). So each is delivered once, after the slow
-   * one, and applied once.
+   * one, and applied once. kafka-clients 4.1 cannot renew, and may have fetched them already:
+   * there each is applied once, and a second delivery is a duplicate.
    */
   @Test
   void recordsSentWhileASlowRecordIsRenewedWaitAtTheBrokerAndAreDeliveredOnce() {
@@ -233,20 +234,25 @@ class KafkaShareSourceIntegrationTests {
     assertThat(ShareGroups.leftOver(kafka, group, topic, LEFT_OVER_WINDOW)).isEmpty();
     assertThat(pg.count("SELECT count(*) FROM " + table)).isEqualTo(7);
     assertThat(pg.count("SELECT count(DISTINCT message_id) FROM " + table)).isEqualTo(7);
-    assertThat(outcomes).filteredOn(o -> quick.contains(o.messageId())).as("each quick record delivered once")
-        .hasSize(6).allSatisfy(o -> {
-          assertThat(o.status()).isEqualTo(Outcome.Status.PROCESSED);
-          assertThat(o.delivery().deliveryAttempt()).isEqualTo(1);
-        });
+    List<Outcome<String>> quickOutcomes = outcomes.stream().filter(o -> quick.contains(o.messageId())).toList();
+    assertThat(quickOutcomes).filteredOn(o -> o.status() == Outcome.Status.PROCESSED).as("each quick record applied once, on its"
+        + " first delivery").hasSize(6).allSatisfy(o -> assertThat(o.delivery().deliveryAttempt()).isEqualTo(1));
     List<Outcome<String>> slow = outcomes.stream().filter(o -> "slow-1".equals(o.messageId())).toList();
     assertThat(slow).filteredOn(o -> o.status() == Outcome.Status.PROCESSED).hasSize(1);
     if (ShareGroups.clientRenewsLocks()) {
+      assertThat(quickOutcomes).as("each quick record delivered once").hasSize(6);
       assertThat(slow).singleElement().satisfies(o -> assertThat(o.delivery().deliveryAttempt()).isEqualTo(1));
       assertThat(meters.counter(KafkaShareSource.RENEWED_LOCKS_METRIC, "idem.source", group).count()).isGreaterThanOrEqualTo(4);
       assertThat(meters.counter(KafkaShareSource.LOST_LOCKS_METRIC, "idem.source", group).count()).isZero();
     } else {
       // kafka-clients 4.1 cannot renew: the lock ran out under the handler, and the copy that came back is a duplicate.
       assertThat(slow).filteredOn(o -> o.status() == Outcome.Status.DUPLICATE).isNotEmpty();
+      // A 4.1 client asks for more records each time its buffer is empty while a poll waits; when such a request
+      // overtakes the response that carried the slow record, the client goes on fetching in the background, and
+      // the quick records lapse in its buffer behind the slow one (3 runs in 12 on kafka-clients 4.1.2). Their
+      // copies must be duplicates.
+      assertThat(quickOutcomes).filteredOn(o -> o.status() != Outcome.Status.PROCESSED)
+          .allSatisfy(o -> assertThat(o.status()).isEqualTo(Outcome.Status.DUPLICATE));
     }
   }
 
