@@ -15,9 +15,18 @@ import reactor.core.publisher.Mono;
  * be repeated (an ack on a channel that has closed) must keep failing it in
  * {@code doAck}/{@code doDeadLetter}, and the broker then redelivers the message.
  *
+ * <p>An adapter whose acknowledgement is a quick, non-blocking step on the calling thread (marking
+ * an offset settled, say) may also override {@link #acksInPlace()} and {@link #doAckInPlace()}:
+ * the pipeline then acknowledges a committed batch's messages with a plain call each instead of a
+ * {@link Mono} each. The same once-only rules hold. By default an adapter acknowledges only
+ * through {@link #doAck()}.
+ *
  * @param <T> the payload type
  */
 public abstract class AbstractDelivery<T> implements Delivery<T> {
+
+  /** The settlement of a delivery acknowledged in place: done. */
+  private static final Mono<Void> ACKED_IN_PLACE = Mono.empty();
 
   private final AtomicReference<Mono<Void>> settlement = new AtomicReference<>();
 
@@ -30,6 +39,28 @@ public abstract class AbstractDelivery<T> implements Delivery<T> {
   public final Mono<Void> deadLetter(DeadLetter deadLetter) {
     Objects.requireNonNull(deadLetter, "deadLetter");
     return settleOnce(() -> doDeadLetter(deadLetter));
+  }
+
+  /**
+   * Acknowledges on the calling thread, without a {@link Mono}, when the adapter
+   * {@linkplain #acksInPlace() can}; the pipeline's way for a committed batch. Once only, as
+   * {@link #ack()}: it returns {@code false} (and does nothing) when the adapter cannot ack in
+   * place or another settlement was started; an ack that threw is forgotten, as a failed
+   * {@link #ack()} is, and the error propagates.
+   *
+   * @return {@code true} when this call acknowledged the message
+   */
+  final boolean ackInPlace() {
+    if (!acksInPlace() || !settlement.compareAndSet(null, ACKED_IN_PLACE)) {
+      return false;
+    }
+    try {
+      doAckInPlace();
+      return true;
+    } catch (RuntimeException | Error e) {
+      settlement.compareAndSet(ACKED_IN_PLACE, null);
+      throw e;
+    }
   }
 
   /**
@@ -66,6 +97,27 @@ public abstract class AbstractDelivery<T> implements Delivery<T> {
    * @return completes when the acknowledgement is done
    */
   protected abstract Mono<Void> doAck();
+
+  /**
+   * Whether {@link #doAckInPlace()} acknowledges this message; {@code false} by default.
+   *
+   * @return {@code true} when the adapter acknowledges in place
+   */
+  protected boolean acksInPlace() {
+    return false;
+  }
+
+  /**
+   * Acknowledges the message on the calling thread, at once and without blocking (it runs on the
+   * pipeline's threads, the database driver's among them); called at most once, and only when
+   * {@link #acksInPlace()} says so. It must do what {@link #doAck()} does, and throw where that
+   * fails.
+   *
+   * @throws UnsupportedOperationException by default
+   */
+  protected void doAckInPlace() {
+    throw new UnsupportedOperationException(getClass().getName() + " does not acknowledge in place");
+  }
 
   /**
    * Publishes the dead letter durably and then acknowledges the original; called at most once.

@@ -14,6 +14,7 @@ import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Flux;
@@ -110,7 +111,9 @@ final class BatchPath<T> {
         return Flux.empty();
       }
       RetryDecision attempts = new RetryDecision(settings, kinds, run.get(0));
-      // On cancellation the messages that neither settled nor went on to a split's runs are abandoned.
+      // On cancellation the messages that neither settled nor went on to a split's runs are abandoned:
+      // the first acknowledgedInPlace of the run settled in place, the others as `settled` says.
+      AtomicInteger acknowledgedInPlace = new AtomicInteger();
       Set<Delivery<T>> settled = Collections.newSetFromMap(new ConcurrentHashMap<>());
       AtomicBoolean splitting = new AtomicBoolean();
       // After a deadlock the batch is retried in place, alone (DeadlockRecovery): the order of its keys holds.
@@ -122,16 +125,10 @@ final class BatchPath<T> {
             }
             return attempts.backoffOrSplit(signal.failure());
           })))
-          // The acknowledgements of a committed batch are asked for together, in order, and their
-          // outcomes emitted in order: one waiting for the one before would cost a hand-off to the
-          // adapter's settling thread and back per message, and leave the adapter nothing to coalesce.
-          .flatMapMany(fresh -> Flux.fromIterable(run)
-              .flatMapSequential(d -> settlement.ack(d, fresh.contains(d) ? Outcome.Status.PROCESSED : Outcome.Status.DUPLICATE,
-                      attempts.count())
-                  .doOnTerminate(() -> settled.add(d)), run.size(), 1))
+          .flatMapMany(fresh -> acknowledge(run, fresh, attempts.count(), acknowledgedInPlace, settled))
           .doOnCancel(() -> {
             if (!splitting.get()) {
-              run.stream().filter(d -> !settled.contains(d)).forEach(metrics::abandoned);
+              run.subList(acknowledgedInPlace.get(), run.size()).stream().filter(d -> !settled.contains(d)).forEach(metrics::abandoned);
             }
           })
           .onErrorResume(BatchSplit.class, split -> {
@@ -165,6 +162,32 @@ final class BatchPath<T> {
             run.forEach(metrics::abandoned);
           });
     });
+  }
+
+  /**
+   * The acknowledgements of a committed run, their outcomes in order. Deliveries whose adapter
+   * acknowledges in place are settled here with a plain call each, as long as the run allows;
+   * the rest are asked for together: one waiting for the one before would cost a hand-off to the
+   * adapter's settling thread and back per message, and leave the adapter nothing to coalesce.
+   */
+  private Flux<Outcome<T>> acknowledge(List<Delivery<T>> run, Set<Delivery<T>> fresh, int attempts, AtomicInteger acknowledgedInPlace,
+      Set<Delivery<T>> settled) {
+    List<Outcome<T>> inPlace = new ArrayList<>(run.size());
+    int at = 0;
+    while (at < run.size() && settlement.ackInPlace(run.get(at), status(run.get(at), fresh), attempts, inPlace)) {
+      at++;
+      acknowledgedInPlace.set(at);
+    }
+    if (at == run.size()) {
+      return Flux.fromIterable(inPlace);
+    }
+    Flux<Outcome<T>> rest = Flux.fromIterable(run.subList(at, run.size()))
+        .flatMapSequential(d -> settlement.ack(d, status(d, fresh), attempts).doOnTerminate(() -> settled.add(d)), run.size() - at, 1);
+    return inPlace.isEmpty() ? rest : Flux.fromIterable(inPlace).concatWith(rest);
+  }
+
+  private static <T> Outcome.Status status(Delivery<T> delivery, Set<Delivery<T>> fresh) {
+    return fresh.contains(delivery) ? Outcome.Status.PROCESSED : Outcome.Status.DUPLICATE;
   }
 
   /**

@@ -1,6 +1,7 @@
 package dev.idem;
 
 import dev.idem.internal.LogText;
+import java.util.List;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Mono;
@@ -31,10 +32,42 @@ final class Settlement {
     return delivery.ack()
         .then(Mono.fromCallable(() -> settled(new Outcome<>(status, delivery, null, attempts))))
         .onErrorResume(error -> !FailureKinds.isFatal(error), error -> {
-          log.warn("Consumer '{}': the acknowledgement of message '{}' failed; it stays unsettled and will be redelivered "
-              + "(then acknowledged as a duplicate): {}", name, idForLogs(delivery), LogText.cut(error.toString()));
-          return unsettled(delivery, "ack", error);
+          ackFailed(delivery, error);
+          return Mono.empty();
         });
+  }
+
+  private void ackFailed(Delivery<?> delivery, Throwable error) {
+    log.warn("Consumer '{}': the acknowledgement of message '{}' failed; it stays unsettled and will be redelivered "
+        + "(then acknowledged as a duplicate): {}", name, idForLogs(delivery), LogText.cut(error.toString()));
+    metrics.settlementFailed(delivery, "ack", error);
+    metrics.abandoned(delivery);
+  }
+
+  /**
+   * Acknowledges on the calling thread when the delivery's adapter can
+   * ({@link AbstractDelivery#ackInPlace()}), with {@link #ack}'s outcomes: the outcome is added
+   * to {@code outcomes}; an ack that failed adds none, and the message stays unsettled.
+   *
+   * @return {@code false} when the delivery acknowledges only through {@link #ack}; nothing was done then
+   */
+  <T> boolean ackInPlace(Delivery<T> delivery, Outcome.Status status, int attempts, List<Outcome<T>> outcomes) {
+    if (!(delivery instanceof AbstractDelivery<T> adapted)) {
+      return false;
+    }
+    try {
+      if (!adapted.ackInPlace()) {
+        return false;
+      }
+    } catch (RuntimeException | Error error) {
+      if (FailureKinds.isFatal(error)) {
+        throw error;
+      }
+      ackFailed(delivery, error);
+      return true;
+    }
+    outcomes.add(settled(new Outcome<>(status, delivery, null, attempts)));
+    return true;
   }
 
   /**

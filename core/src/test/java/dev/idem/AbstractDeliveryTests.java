@@ -1,6 +1,7 @@
 package dev.idem;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.idem.testing.TestDelivery;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -13,7 +14,7 @@ import reactor.test.StepVerifier;
 class AbstractDeliveryTests {
 
   /** A delivery whose settlements run the given actions and are counted. */
-  private static final class CountingDelivery extends AbstractDelivery<String> {
+  private static class CountingDelivery extends AbstractDelivery<String> {
     final AtomicInteger acks = new AtomicInteger();
     final AtomicInteger deadLetters = new AtomicInteger();
     private final java.util.function.IntFunction<Mono<Void>> deadLetterOutcome;
@@ -45,6 +46,68 @@ class AbstractDeliveryTests {
     protected Mono<Void> doDeadLetter(DeadLetter deadLetter) {
       return Mono.defer(() -> deadLetterOutcome.apply(deadLetters.incrementAndGet()));
     }
+  }
+
+  /** A counting delivery that acknowledges in place too; the first {@code failures} acks in place throw. */
+  private static final class InPlaceDelivery extends CountingDelivery {
+    final AtomicInteger inPlace = new AtomicInteger();
+    private final int failures;
+
+    InPlaceDelivery(int failures) {
+      this.failures = failures;
+    }
+
+    @Override
+    protected boolean acksInPlace() {
+      return true;
+    }
+
+    @Override
+    protected void doAckInPlace() {
+      if (inPlace.incrementAndGet() <= failures) {
+        throw new IllegalStateException("partition revoked");
+      }
+    }
+  }
+
+  @Test
+  void anAckInPlaceIsTheOneSettlementThatLaterCallsShare() {
+    InPlaceDelivery delivery = new InPlaceDelivery(0);
+
+    assertThat(delivery.ackInPlace()).isTrue();
+    assertThat(delivery.isSettled()).isTrue();
+    assertThat(delivery.ackInPlace()).as("once only").isFalse();
+    StepVerifier.create(delivery.ack()).verifyComplete();
+    StepVerifier.create(delivery.deadLetter(DeadLetter.rejected(DeadLetterReason.MISSING_ID, "test", "c"))).verifyComplete();
+
+    assertThat(delivery.inPlace.get()).isEqualTo(1);
+    assertThat(delivery.acks.get()).as("doAck never ran").isZero();
+    assertThat(delivery.deadLetters.get()).isZero();
+  }
+
+  @Test
+  void anAckInPlaceThatThrowsIsForgottenSoALaterAckTriesAgain() {
+    InPlaceDelivery delivery = new InPlaceDelivery(1);
+
+    assertThatThrownBy(delivery::ackInPlace).hasMessage("partition revoked");
+    assertThat(delivery.isSettled()).isFalse();
+    StepVerifier.create(delivery.ack()).verifyComplete();
+
+    assertThat(delivery.acks.get()).isEqualTo(1);
+    assertThat(delivery.isSettled()).isTrue();
+  }
+
+  @Test
+  void aDeliveryThatCannotAckInPlaceOrIsSettlingAlreadyIsLeftToItsMono() {
+    CountingDelivery plain = new CountingDelivery();
+    assertThat(plain.ackInPlace()).isFalse();
+    assertThat(plain.isSettled()).as("nothing started").isFalse();
+
+    InPlaceDelivery settling = new InPlaceDelivery(0);
+    StepVerifier.create(settling.ack()).verifyComplete();
+    assertThat(settling.ackInPlace()).isFalse();
+    assertThat(settling.inPlace.get()).isZero();
+    assertThat(settling.acks.get()).isEqualTo(1);
   }
 
   @Test

@@ -350,6 +350,42 @@ class FailurePathsIntegrationTests {
     assertThat(effects("m-1")).isEqualTo(1);
   }
 
+  @Test
+  void anAckInPlaceThatFailsInABatchLeavesThatMessageUnsettledAndTheOthersSettleInOrder() {
+    List<String> failedSteps = new java.util.concurrent.CopyOnWriteArrayList<>();
+    List<String> abandoned = new java.util.concurrent.CopyOnWriteArrayList<>();
+    IdempotentConsumer<String> idem = consumer(inbox, (p, tx) -> insertEffect(tx)).ordering(Ordering.UNORDERED).concurrency(1)
+        .metrics(new ConsumerMetrics() {
+          @Override
+          public void settlementFailed(Delivery<?> d, String step, Throwable error) {
+            failedSteps.add(d.id() + ":" + step);
+          }
+
+          @Override
+          public void abandoned(Delivery<?> d) {
+            abandoned.add(d.id());
+          }
+        }).build();
+    TestDelivery<String> lost = TestDelivery.of("m-2", "x").withLostAck();
+    List<TestDelivery<String>> others = List.of(TestDelivery.of("m-1", "x"), TestDelivery.of("m-3", "x"), TestDelivery.of("m-4", "x"));
+
+    List<Outcome<String>> outcomes = idem.process(Flux.just(others.get(0), lost, others.get(1), others.get(2))).collectList()
+        .block(TIMEOUT);
+
+    assertThat(outcomes).extracting(Outcome::messageId).containsExactly("m-1", "m-3", "m-4");
+    assertThat(outcomes).extracting(Outcome::status).containsOnly(Outcome.Status.PROCESSED);
+    assertThat(others).allSatisfy(d -> assertThat(d.ackCount()).isEqualTo(1));
+    assertThat(lost.ackCount()).isZero();
+    assertThat(failedSteps).containsExactly("m-2:ack");
+    assertThat(abandoned).containsExactly("m-2");
+    assertThat(logged(Level.WARN, "the acknowledgement of message 'm-2' failed")).hasSize(1);
+    for (String id : List.of("m-1", "m-2", "m-3", "m-4")) {
+      assertThat(effects(id)).as("effects of " + id).isEqualTo(1);
+    }
+    Outcome<String> redelivery = idem.process(Flux.just(TestDelivery.of("m-2", "x").redelivered())).blockLast(TIMEOUT);
+    assertThat(redelivery.status()).isEqualTo(Outcome.Status.DUPLICATE);
+  }
+
   // --- 4. JVM errors thrown by user code -------------------------------------------------------
 
   @Test

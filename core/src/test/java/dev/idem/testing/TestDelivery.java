@@ -10,7 +10,8 @@ import reactor.core.publisher.Mono;
 
 /**
  * An in-memory delivery that records how it was settled, for testing the broker-agnostic core.
- * The broker is not what these tests check; the database is real.
+ * The broker is not what these tests check; the database is real. It acknowledges in place, as
+ * the Kafka adapter does, and through {@link #ack()} alike.
  *
  * @param <T> the payload type
  */
@@ -140,6 +141,19 @@ public final class TestDelivery<T> extends AbstractDelivery<T> {
       return Mono.error(new IllegalStateException("simulated crash between commit and ack"));
     }
     return Mono.fromRunnable(acks::incrementAndGet);
+  }
+
+  @Override
+  protected boolean acksInPlace() {
+    return true;
+  }
+
+  @Override
+  protected void doAckInPlace() {
+    if (loseAck) {
+      throw new IllegalStateException("simulated crash between commit and ack");
+    }
+    acks.incrementAndGet();
   }
 
   @Override

@@ -35,6 +35,17 @@ public final class KafkaDelivery<T> extends RecordDelivery<T> {
     return Mono.fromRunnable(settle);
   }
 
+  /** Marking the offset settled is a quick step under the partition tracker's lock: the pipeline does it in place. */
+  @Override
+  protected boolean acksInPlace() {
+    return true;
+  }
+
+  @Override
+  protected void doAckInPlace() {
+    settle.run();
+  }
+
   /**
    * Publishes the dead letter, then settles the offset. A publish that failed for good fails
    * with a {@link DeadLetterFailedException} (a {@link dev.idem.NonRetryableException}: the

@@ -61,24 +61,40 @@ public final class MessageIds<T> {
   }
 
   private String headerId(Headers headers) {
+    // One header is the usual case: no list, no stream, no decoder object for an ASCII id.
+    byte[] value = null;
+    boolean found = false;
+    List<byte[]> distinct = null;
     int count = 0;
-    List<byte[]> distinct = new ArrayList<>();
-    for (Header h : headers.headers(header)) {
+    for (Header h : headers) {
+      if (!header.equals(h.key())) {
+        continue;
+      }
       count++;
-      if (distinct.stream().noneMatch(v -> Arrays.equals(v, h.value()))) {
-        distinct.add(h.value());
+      if (!found) {
+        found = true;
+        value = h.value();
+      } else if (!Arrays.equals(value, h.value())) {
+        if (distinct == null) {
+          distinct = new ArrayList<>();
+          distinct.add(value);
+        }
+        if (distinct.stream().noneMatch(v -> Arrays.equals(v, h.value()))) {
+          distinct.add(h.value());
+        }
       }
     }
-    if (distinct.isEmpty()) {
-      return null;
-    }
-    if (distinct.size() > 1) {
+    if (distinct != null) {
       throw new InvalidIdException("header '" + header + "' appears " + count + " times with " + distinct.size()
           + " different values; producers disagree on the message's id");
     }
-    byte[] value = distinct.get(0);
-    if (value == null) {
-      return null;
+    return value == null ? null : strictUtf8(value);
+  }
+
+  /** The id's bytes as text, refusing bytes that are not UTF-8; an ASCII id is copied, not decoded. */
+  private String strictUtf8(byte[] value) {
+    if (isAscii(value)) {
+      return new String(value, StandardCharsets.US_ASCII);
     }
     try {
       return StandardCharsets.UTF_8.newDecoder()
@@ -89,6 +105,15 @@ public final class MessageIds<T> {
     } catch (CharacterCodingException e) {
       throw new InvalidIdException("header '" + header + "' is not valid UTF-8 (" + value.length + " bytes: " + hex(value) + ")");
     }
+  }
+
+  private static boolean isAscii(byte[] bytes) {
+    for (byte b : bytes) {
+      if (b < 0) {
+        return false;
+      }
+    }
+    return true;
   }
 
   private static String hex(byte[] bytes) {

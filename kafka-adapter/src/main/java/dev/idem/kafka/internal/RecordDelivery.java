@@ -23,6 +23,7 @@ public abstract class RecordDelivery<T> extends AbstractDelivery<T> {
 
   private final ConsumerRecord<byte[], byte[]> record;
   private final RecordDecoder.Decoded<T> decoded;
+  private String orderingKey;
 
   RecordDelivery(ConsumerRecord<byte[], byte[]> record, RecordDecoder.Decoded<T> decoded) {
     this.record = record;
@@ -73,8 +74,14 @@ public abstract class RecordDelivery<T> extends AbstractDelivery<T> {
    */
   @Override
   public String orderingKey() {
-    byte[] key = record.key();
-    return key == null ? partition() : new String(key, StandardCharsets.UTF_8);
+    String key = orderingKey;
+    if (key == null) {
+      // Decoded once: the pipeline asks for it more than once (a racing second decode gives an equal string).
+      byte[] bytes = record.key();
+      key = bytes == null ? partition() : new String(bytes, StandardCharsets.UTF_8);
+      orderingKey = key;
+    }
+    return key;
   }
 
   /** The record key as UTF-8 (decoded leniently), or {@code null} for a record without a key. */

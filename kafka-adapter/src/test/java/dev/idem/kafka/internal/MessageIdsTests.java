@@ -35,6 +35,24 @@ class MessageIdsTests {
     different.headers().add("message-id", "second".getBytes(StandardCharsets.UTF_8));
     assertThatThrownBy(() -> ids.resolve(different, "v")).isInstanceOf(IllegalArgumentException.class)
         .hasMessage("header 'message-id' appears 2 times with 2 different values; producers disagree on the message's id");
+
+    ConsumerRecord<byte[], byte[]> three = record("message-id", "a");
+    for (String value : new String[] {"a", "b", "a", "c"}) {
+      three.headers().add("message-id", value.getBytes(StandardCharsets.UTF_8));
+    }
+    three.headers().add("other", "x".getBytes(StandardCharsets.UTF_8));
+    assertThatThrownBy(() -> ids.resolve(three, "v"))
+        .hasMessage("header 'message-id' appears 5 times with 3 different values; producers disagree on the message's id");
+  }
+
+  @Test
+  void anIdThatIsNotAsciiIsDecodedAsUtf8AmongOtherHeaders() {
+    MessageIds<String> ids = new MessageIds<>("message-id", null, true);
+    ConsumerRecord<byte[], byte[]> record = record("trace", "t-1");
+    record.headers().add("message-id", "zahlung-\u00fc-\uD83D\uDCB6".getBytes(StandardCharsets.UTF_8));
+    record.headers().add("after", "x".getBytes(StandardCharsets.UTF_8));
+
+    assertThat(ids.resolve(record, "v")).isEqualTo("zahlung-\u00fc-\uD83D\uDCB6");
   }
 
   @Test
