@@ -27,6 +27,8 @@ public abstract class AbstractDelivery<T> implements Delivery<T> {
 
   /** The settlement of a delivery acknowledged in place: done. */
   private static final Mono<Void> ACKED_IN_PLACE = Mono.empty();
+  /** An acknowledgement in place under way: a settlement asked for meanwhile waits for its end (it is quick). */
+  private static final Mono<Void> ACKING_IN_PLACE = Mono.error(new IllegalStateException("an acknowledgement in place is under way"));
 
   private final AtomicReference<Mono<Void>> settlement = new AtomicReference<>();
 
@@ -51,16 +53,17 @@ public abstract class AbstractDelivery<T> implements Delivery<T> {
    * @return {@code true} when this call acknowledged the message
    */
   final boolean ackInPlace() {
-    if (!acksInPlace() || !settlement.compareAndSet(null, ACKED_IN_PLACE)) {
+    if (!acksInPlace() || !settlement.compareAndSet(null, ACKING_IN_PLACE)) {
       return false;
     }
     try {
       doAckInPlace();
-      return true;
     } catch (RuntimeException | Error e) {
-      settlement.compareAndSet(ACKED_IN_PLACE, null);
+      settlement.set(null);
       throw e;
     }
+    settlement.set(ACKED_IN_PLACE);
+    return true;
   }
 
   /**
@@ -75,6 +78,11 @@ public abstract class AbstractDelivery<T> implements Delivery<T> {
   private Mono<Void> settleOnce(java.util.function.Supplier<Mono<Void>> action) {
     return Mono.defer(() -> {
       Mono<Void> existing = settlement.get();
+      while (existing == ACKING_IN_PLACE) {
+        // doAckInPlace is a quick, non-blocking step: wait for its end, then share its success or try again.
+        Thread.onSpinWait();
+        existing = settlement.get();
+      }
       if (existing != null) {
         return existing;
       }
@@ -87,7 +95,7 @@ public abstract class AbstractDelivery<T> implements Delivery<T> {
         return mine;
       }
       Mono<Void> winner = settlement.get();
-      return winner != null ? winner : settleOnce(action);
+      return winner != null && winner != ACKING_IN_PLACE ? winner : settleOnce(action);
     });
   }
 

@@ -46,6 +46,8 @@ final class BatchPath<T> {
   private final Settlement settlement;
   private final DeadlockRecovery deadlocks;
   private final Duration slowMessageThreshold;
+  /** What a cancel leaves in a run's count of acknowledgements in place: none is taken after it. */
+  private static final int CANCELLED = Integer.MAX_VALUE;
 
   BatchPath(ConsumerSettings<T> settings, DeliveryValidation validation, BatchTransaction<T> transaction,
       MessagePath<T> messages, FailureKinds kinds, Settlement settlement, DeadlockRecovery deadlocks) {
@@ -112,7 +114,8 @@ final class BatchPath<T> {
       }
       RetryDecision attempts = new RetryDecision(settings, kinds, run.get(0));
       // On cancellation the messages that neither settled nor went on to a split's runs are abandoned:
-      // the first acknowledgedInPlace of the run settled in place, the others as `settled` says.
+      // the first acknowledgedInPlace of the run were taken by the acks in place (a cancel closes that
+      // count, so none is taken after it), the others as `settled` says.
       AtomicInteger acknowledgedInPlace = new AtomicInteger();
       Set<Delivery<T>> settled = Collections.newSetFromMap(new ConcurrentHashMap<>());
       AtomicBoolean splitting = new AtomicBoolean();
@@ -127,8 +130,9 @@ final class BatchPath<T> {
           })))
           .flatMapMany(fresh -> acknowledge(run, fresh, attempts.count(), acknowledgedInPlace, settled))
           .doOnCancel(() -> {
+            int inPlace = acknowledgedInPlace.getAndSet(CANCELLED);
             if (!splitting.get()) {
-              run.subList(acknowledgedInPlace.get(), run.size()).stream().filter(d -> !settled.contains(d)).forEach(metrics::abandoned);
+              run.subList(inPlace, run.size()).stream().filter(d -> !settled.contains(d)).forEach(metrics::abandoned);
             }
           })
           .onErrorResume(BatchSplit.class, split -> {
@@ -174,9 +178,19 @@ final class BatchPath<T> {
       Set<Delivery<T>> settled) {
     List<Outcome<T>> inPlace = new ArrayList<>(run.size());
     int at = 0;
-    while (at < run.size() && settlement.ackInPlace(run.get(at), status(run.get(at), fresh), attempts, inPlace)) {
+    while (at < run.size() && Settlement.acksInPlace(run.get(at))) {
+      // Taken before it is acknowledged: a cancel that comes meanwhile leaves it to this loop, and stops the loop.
+      if (!acknowledgedInPlace.compareAndSet(at, at + 1)) {
+        return Flux.empty();
+      }
+      if (!settlement.ackInPlace(run.get(at), status(run.get(at), fresh), attempts, inPlace)) {
+        // Another settlement of it started (its ack() was called elsewhere): the Mono path shares that one.
+        if (!acknowledgedInPlace.compareAndSet(at + 1, at)) {
+          return Flux.empty();
+        }
+        break;
+      }
       at++;
-      acknowledgedInPlace.set(at);
     }
     if (at == run.size()) {
       return Flux.fromIterable(inPlace);

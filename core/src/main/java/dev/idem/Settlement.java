@@ -44,6 +44,11 @@ final class Settlement {
     metrics.abandoned(delivery);
   }
 
+  /** Whether the delivery's adapter acknowledges in place ({@link AbstractDelivery#acksInPlace()}). */
+  static boolean acksInPlace(Delivery<?> delivery) {
+    return delivery instanceof AbstractDelivery<?> adapted && adapted.acksInPlace();
+  }
+
   /**
    * Acknowledges on the calling thread when the delivery's adapter can
    * ({@link AbstractDelivery#ackInPlace()}), with {@link #ack}'s outcomes: the outcome is added
@@ -52,9 +57,10 @@ final class Settlement {
    * @return {@code false} when the delivery acknowledges only through {@link #ack}; nothing was done then
    */
   <T> boolean ackInPlace(Delivery<T> delivery, Outcome.Status status, int attempts, List<Outcome<T>> outcomes) {
-    if (!(delivery instanceof AbstractDelivery<T> adapted)) {
+    if (!acksInPlace(delivery)) {
       return false;
     }
+    AbstractDelivery<T> adapted = (AbstractDelivery<T>) delivery;
     try {
       if (!adapted.ackInPlace()) {
         return false;

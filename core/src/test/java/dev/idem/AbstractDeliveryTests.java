@@ -98,6 +98,46 @@ class AbstractDeliveryTests {
   }
 
   @Test
+  void aSettlementAskedForDuringAnAckInPlaceWaitsForItsEnd() throws Exception {
+    java.util.concurrent.CountDownLatch inside = new java.util.concurrent.CountDownLatch(1);
+    java.util.concurrent.CountDownLatch release = new java.util.concurrent.CountDownLatch(1);
+    CountingDelivery delivery = new CountingDelivery() {
+      @Override
+      protected boolean acksInPlace() {
+        return true;
+      }
+
+      @Override
+      protected void doAckInPlace() {
+        inside.countDown();
+        try {
+          release.await();
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+        }
+        throw new IllegalStateException("partition revoked");
+      }
+    };
+    java.util.concurrent.CompletableFuture<Boolean> inPlace = java.util.concurrent.CompletableFuture.supplyAsync(delivery::ackInPlace);
+    assertThat(inside.await(10, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+
+    // Each asked for on a thread of its own: the wait for the ack in place holds its thread.
+    java.util.concurrent.CompletableFuture<Void> ack = delivery.ack().subscribeOn(Schedulers.boundedElastic()).toFuture();
+    java.util.concurrent.CompletableFuture<Void> letter = delivery.deadLetter(DeadLetter.rejected(DeadLetterReason.MISSING_ID, "test", "c"))
+        .subscribeOn(Schedulers.boundedElastic()).toFuture();
+    Thread.sleep(100);
+    assertThat(ack).as("not done while the ack in place runs").isNotDone();
+    assertThat(letter).isNotDone();
+    release.countDown();
+
+    assertThatThrownBy(inPlace::join).hasCauseInstanceOf(IllegalStateException.class);
+    ack.get(10, java.util.concurrent.TimeUnit.SECONDS);
+    letter.get(10, java.util.concurrent.TimeUnit.SECONDS);
+    assertThat(delivery.acks.get() + delivery.deadLetters.get()).as("the failed ack in place is tried again once").isEqualTo(1);
+    assertThat(delivery.isSettled()).isTrue();
+  }
+
+  @Test
   void aDeliveryThatCannotAckInPlaceOrIsSettlingAlreadyIsLeftToItsMono() {
     CountingDelivery plain = new CountingDelivery();
     assertThat(plain.ackInPlace()).isFalse();

@@ -366,13 +366,15 @@ class FailurePathsIntegrationTests {
             abandoned.add(d.id());
           }
         }).build();
+    // TestDelivery acks m-2 and m-4 in place and m-1 and m-3 through their Monos: the lost ack is one in place,
+    // and the run after it mixes the two ways.
     TestDelivery<String> lost = TestDelivery.of("m-2", "x").withLostAck();
-    List<TestDelivery<String>> others = List.of(TestDelivery.of("m-1", "x"), TestDelivery.of("m-3", "x"), TestDelivery.of("m-4", "x"));
+    List<TestDelivery<String>> others = List.of(TestDelivery.of("m-4", "x"), TestDelivery.of("m-1", "x"), TestDelivery.of("m-3", "x"));
 
-    List<Outcome<String>> outcomes = idem.process(Flux.just(others.get(0), lost, others.get(1), others.get(2))).collectList()
+    List<Outcome<String>> outcomes = idem.process(Flux.just(lost, others.get(0), others.get(1), others.get(2))).collectList()
         .block(TIMEOUT);
 
-    assertThat(outcomes).extracting(Outcome::messageId).containsExactly("m-1", "m-3", "m-4");
+    assertThat(outcomes).extracting(Outcome::messageId).containsExactly("m-4", "m-1", "m-3");
     assertThat(outcomes).extracting(Outcome::status).containsOnly(Outcome.Status.PROCESSED);
     assertThat(others).allSatisfy(d -> assertThat(d.ackCount()).isEqualTo(1));
     assertThat(lost.ackCount()).isZero();
