@@ -96,6 +96,8 @@ final class MessagePath<T> {
   private Mono<Outcome<T>> attempt(Delivery<T> delivery, RetryDecision attempts, Mono<?> before, boolean afterDeadlock) {
     List<Delivery<T>> itself = List.of(delivery);
     AtomicBoolean deadlocked = new AtomicBoolean(afterDeadlock);
+    // A cancel that comes after the outcome went out (the lane takes its one outcome and cancels) abandons nothing.
+    AtomicBoolean settledHere = new AtomicBoolean();
     return before.then(Mono.defer(() -> deadlocks.attempt(itself, deadlocked.get(), Mono.defer(() -> {
               int attempt = attempts.next();
               return observations.child(IdemObservations.TRANSACTION, attempt, transaction.attemptAlone(delivery, attempt));
@@ -117,6 +119,11 @@ final class MessagePath<T> {
               name, Settlement.idForLogs(delivery), LogText.cut(fatal.toString()));
           metrics.abandoned(delivery);
         })
-        .doOnCancel(() -> metrics.abandoned(delivery));
+        .doOnNext(outcome -> settledHere.set(true))
+        .doOnCancel(() -> {
+          if (!settledHere.get()) {
+            metrics.abandoned(delivery);
+          }
+        });
   }
 }
