@@ -1,5 +1,6 @@
 package dev.idem;
 
+import dev.idem.internal.InPlaceAcks;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicReference;
 import reactor.core.publisher.Mono;
@@ -29,6 +30,20 @@ public abstract class AbstractDelivery<T> implements Delivery<T> {
   private static final Mono<Void> ACKED_IN_PLACE = Mono.empty();
   /** An acknowledgement in place under way: a settlement asked for meanwhile waits for its end (it is quick). */
   private static final Mono<Void> ACKING_IN_PLACE = Mono.error(new IllegalStateException("an acknowledgement in place is under way"));
+
+  static {
+    InPlaceAcks.install(new InPlaceAcks.Access() {
+      @Override
+      public boolean acksInPlace(AbstractDelivery<?> delivery) {
+        return delivery.acksInPlace();
+      }
+
+      @Override
+      public boolean ackInPlace(AbstractDelivery<?> delivery) {
+        return delivery.ackInPlace();
+      }
+    });
+  }
 
   private final AtomicReference<Mono<Void>> settlement = new AtomicReference<>();
 

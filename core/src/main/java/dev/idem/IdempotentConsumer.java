@@ -3,6 +3,8 @@ package dev.idem;
 import dev.idem.internal.MessageObservations;
 import dev.idem.internal.R2dbcTransactionRunner;
 import dev.idem.internal.StopControl;
+import dev.idem.pipeline.ConsumerSettings;
+import dev.idem.pipeline.Pipeline;
 import dev.idem.postgres.PostgresInbox;
 import io.micrometer.observation.ObservationRegistry;
 import java.time.Duration;
@@ -148,16 +150,8 @@ public final class IdempotentConsumer<T> {
 
   private static final Logger log = LoggerFactory.getLogger(IdempotentConsumer.class);
 
-  private final String name;
-  private final ConsumerMetrics metrics;
   private final ConsumerSettings<T> settings;
-  private final int concurrency;
-  private final int prefetch;
-  private final int maxBatchSize;
-  private final Ordering ordering;
-  private final Dispatch<T> dispatch;
-  private final MessagePath<T> messages;
-  private final BatchPath<T> batches;
+  private final Pipeline<T> pipeline;
 
   private IdempotentConsumer(Builder<T> b) {
     TransactionRunner transactions = b.transactions != null ? b.transactions
@@ -165,23 +159,9 @@ public final class IdempotentConsumer<T> {
             b.serverTimeouts != null ? b.serverTimeouts : ServerTimeouts.derivedFrom(b.transactionTimeout), b.concurrency);
     this.settings = new ConsumerSettings<>(b.name, b.inbox, b.handler, b.batchHandler, transactions, b.retryPolicy,
         b.classifier, b.maxIdLength, b.metrics, b.transactionTimeout, b.stuckWarningInterval, b.slowMessageThreshold,
-        new MessageObservations(b.observationRegistry, b.name));
-    this.name = b.name;
-    this.metrics = b.metrics;
-    this.concurrency = b.concurrency;
-    this.prefetch = b.prefetch;
-    this.maxBatchSize = b.maxBatchSize;
-    this.ordering = b.ordering;
-    this.dispatch = new Dispatch<>(b.maxBatchSize, b.batchMaxWait, b.concurrency, b.prefetch, b.ordering, b.metrics);
-    DeliveryValidation validation = new DeliveryValidation(settings);
-    FailureKinds kinds = new FailureKinds(settings);
-    Settlement settlement = new Settlement(settings);
-    EffectRunner<T> effects = new EffectRunner<>(settings);
-    DeadlockRecovery deadlocks = new DeadlockRecovery(settings);
-    BatchTransaction<T> transaction = new BatchTransaction<>(settings, effects);
-    this.messages = new MessagePath<>(settings, validation, transaction, kinds, settlement, deadlocks);
-    this.batches = new BatchPath<>(settings, validation, transaction, messages, kinds, settlement,
-        deadlocks);
+        new MessageObservations(b.observationRegistry, b.name), b.maxBatchSize, b.batchMaxWait, b.concurrency, b.prefetch,
+        b.ordering);
+    this.pipeline = new Pipeline<>(settings);
   }
 
   /**
@@ -204,9 +184,7 @@ public final class IdempotentConsumer<T> {
    * @return one outcome per settled message, emitted after settlement
    */
   public Flux<Outcome<T>> process(Publisher<? extends Delivery<T>> source) {
-    Flux<Delivery<T>> received = Flux.<Delivery<T>>from(source).doOnNext(metrics::received);
-    Flux<Outcome<T>> outcomes = dispatch.outcomes(received, messages::handle, batches::process);
-    return outcomes.doOnDiscard(Delivery.class, metrics::abandoned).doOnSubscribe(s -> settings.inbox().checkReplication().subscribe());
+    return pipeline.process(source);
   }
 
   /**
@@ -227,15 +205,8 @@ public final class IdempotentConsumer<T> {
     Objects.requireNonNull(source, "source");
     Objects.requireNonNull(shutdown, "shutdown");
     return Flux.defer(() -> {
-      StopControl control = shutdown.attach(name, item -> metrics.abandoned((Delivery<?>) item));
-      if (control == null) {
-        return Flux.empty();
-      }
-      // As process(source), with the stop's gate in front of the source and around each start.
-      Flux<Delivery<T>> received = control.<Delivery<T>>gate(source).doOnNext(metrics::received);
-      Flux<Outcome<T>> outcomes = dispatch.outcomes(received, d -> control.run(d, messages.handle(d)),
-          (batch, lane) -> control.runBatch(batch, lane, tracked -> batches.process(batch, tracked)));
-      return control.untilStopped(outcomes.doOnDiscard(Delivery.class, metrics::abandoned)).doOnSubscribe(s -> settings.inbox().checkReplication().subscribe());
+      StopControl control = shutdown.attach(settings.name(), item -> settings.metrics().abandoned((Delivery<?>) item));
+      return control == null ? Flux.<Outcome<T>>empty() : pipeline.process(source, control);
     });
   }
 
@@ -245,13 +216,13 @@ public final class IdempotentConsumer<T> {
    * @return the name
    */
   public String name() {
-    return name;
+    return settings.name();
   }
 
   @Override
   public String toString() {
-    return "IdempotentConsumer[name=" + name + ", inbox=" + settings.inbox() + ", concurrency=" + concurrency
-        + ", prefetch=" + prefetch + ", maxBatchSize=" + maxBatchSize + ", ordering=" + ordering
+    return "IdempotentConsumer[name=" + settings.name() + ", inbox=" + settings.inbox() + ", concurrency=" + settings.concurrency()
+        + ", prefetch=" + settings.prefetch() + ", maxBatchSize=" + settings.maxBatchSize() + ", ordering=" + settings.ordering()
         + ", slowMessageThreshold=" + settings.slowMessageThreshold() + ", retry=" + settings.retryPolicy() + "]";
   }
 

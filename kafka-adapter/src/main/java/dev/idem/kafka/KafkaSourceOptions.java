@@ -1,6 +1,10 @@
 package dev.idem.kafka;
 
+import static dev.idem.internal.Arguments.requirePositive;
+import static dev.idem.internal.Arguments.requireText;
+
 import dev.idem.IdempotentConsumer;
+import dev.idem.kafka.internal.ClientPropertyRules;
 import dev.idem.kafka.internal.Secrets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -623,45 +627,8 @@ public final class KafkaSourceOptions<T> {
       if (reconnectMaxBackoff.compareTo(reconnectBackoff) < 0) {
         throw new IllegalArgumentException("reconnectBackoff max (" + reconnectMaxBackoff + ") must not be shorter than first (" + reconnectBackoff + ")");
       }
-      for (String owned : List.of(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, ConsumerConfig.GROUP_ID_CONFIG,
-          ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG,
-          ConsumerConfig.MAX_POLL_RECORDS_CONFIG)) {
-        if (consumerProperties.containsKey(owned)) {
-          throw new IllegalArgumentException("consumerProperty " + owned + " is set by the source; use the dedicated setting");
-        }
-      }
-      Object autoCommit = consumerProperties.get(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG);
-      if (autoCommit != null && Boolean.parseBoolean(autoCommit.toString())) {
-        throw new IllegalArgumentException("consumerProperty enable.auto.commit must stay false: offsets are committed only after settlement");
-      }
-      Object pollInterval = consumerProperties.get(ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG);
-      long maxPollIntervalMs = pollInterval == null ? 300_000L : Long.parseLong(pollInterval.toString());
-      if (revocationGracePeriod.toMillis() >= maxPollIntervalMs) {
-        throw new IllegalArgumentException("revocationGracePeriod (" + revocationGracePeriod
-            + ") must be shorter than max.poll.interval.ms (" + maxPollIntervalMs + " ms)");
-      }
-      for (String owned : List.of("acks", "enable.idempotence", "key.serializer", "value.serializer", "bootstrap.servers")) {
-        if (producerProperties.containsKey(owned)) {
-          throw new IllegalArgumentException("producerProperty " + owned + " is set by the source and cannot be changed");
-        }
-      }
+      ClientPropertyRules.check(consumerProperties, producerProperties, revocationGracePeriod);
       return new KafkaSourceOptions<>(this);
-    }
-
-    private static String requireText(String value, String name) {
-      Objects.requireNonNull(value, name);
-      if (value.isBlank()) {
-        throw new IllegalArgumentException(name + " must not be blank");
-      }
-      return value;
-    }
-
-    private static Duration requirePositive(Duration d, String name) {
-      Objects.requireNonNull(d, name);
-      if (d.isNegative() || d.isZero()) {
-        throw new IllegalArgumentException(name + " must be positive, was " + d);
-      }
-      return d;
     }
   }
 }

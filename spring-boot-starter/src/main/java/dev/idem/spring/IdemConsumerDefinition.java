@@ -2,6 +2,8 @@ package dev.idem.spring;
 
 import dev.idem.BatchHandler;
 import dev.idem.Handler;
+import static dev.idem.internal.Arguments.requirePositive;
+
 import dev.idem.IdempotentConsumer;
 import java.time.Duration;
 import java.util.Objects;
@@ -280,14 +282,6 @@ public final class IdemConsumerDefinition<T> {
         throw new IllegalArgumentException("consumer '" + name + "': set either handler or batchHandler, not both");
       }
       return new IdemConsumerDefinition<>(this);
-    }
-
-    private static Duration requirePositive(Duration d, String name) {
-      Objects.requireNonNull(d, name);
-      if (d.isNegative() || d.isZero()) {
-        throw new IllegalArgumentException(name + " must be positive, was " + d);
-      }
-      return d;
     }
   }
 }

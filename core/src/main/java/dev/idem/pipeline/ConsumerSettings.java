@@ -1,11 +1,18 @@
-package dev.idem;
+package dev.idem.pipeline;
 
+import dev.idem.BatchHandler;
+import dev.idem.ConsumerMetrics;
+import dev.idem.ErrorClassifier;
+import dev.idem.Handler;
+import dev.idem.Ordering;
+import dev.idem.RetryPolicy;
+import dev.idem.TransactionRunner;
 import dev.idem.internal.MessageObservations;
 import dev.idem.postgres.PostgresInbox;
 import java.time.Duration;
 
 /**
- * What the stages of one consumer's pipeline read: the settings its {@link IdempotentConsumer.Builder}
+ * What the stages of one consumer's pipeline read: the settings its {@code IdempotentConsumer.Builder}
  * checked, fixed at build time. Immutable, shared by all the stages of one consumer.
  *
  * @param name the consumer name: part of the dedup key and of every log line
@@ -22,9 +29,14 @@ import java.time.Duration;
  * @param slowMessageThreshold how long a per-message handler may run inside a micro-batch before
  *     its message is detached from the batch and continues on its own
  * @param observations the Micrometer observations of each message
+ * @param maxBatchSize the most messages one transaction takes; 1 runs each message alone
+ * @param batchMaxWait how long a lane waits for a batch to fill
+ * @param concurrency how many lanes (transactions at once)
+ * @param prefetch the most messages taken from the source and not yet settled
+ * @param ordering the order kept among messages
  * @param <T> the payload type
  */
-record ConsumerSettings<T>(
+public record ConsumerSettings<T>(
     String name,
     PostgresInbox inbox,
     Handler<T> handler,
@@ -37,4 +49,9 @@ record ConsumerSettings<T>(
     Duration transactionTimeout,
     Duration stuckWarningInterval,
     Duration slowMessageThreshold,
-    MessageObservations observations) {}
+    MessageObservations observations,
+    int maxBatchSize,
+    Duration batchMaxWait,
+    int concurrency,
+    int prefetch,
+    Ordering ordering) {}

@@ -1,5 +1,10 @@
-package dev.idem;
+package dev.idem.pipeline;
 
+import dev.idem.ConsumerMetrics;
+import dev.idem.DeadLetter;
+import dev.idem.Delivery;
+import dev.idem.IdemObservations;
+import dev.idem.Outcome;
 import dev.idem.internal.LogText;
 import dev.idem.internal.MessageObservations;
 import java.util.List;
@@ -20,7 +25,7 @@ import reactor.util.retry.Retry;
 final class MessagePath<T> {
 
   // The consumer's log category: operators and tests address the pipeline's messages by it.
-  private static final Logger log = LoggerFactory.getLogger(IdempotentConsumer.class);
+  private static final Logger log = LoggerFactory.getLogger(Pipeline.LOG);
 
   private final ConsumerSettings<T> settings;
   private final String name;

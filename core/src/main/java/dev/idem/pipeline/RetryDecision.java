@@ -1,8 +1,12 @@
-package dev.idem;
+package dev.idem.pipeline;
 
-import dev.idem.PipelineFailures.BatchSplit;
-import dev.idem.PipelineFailures.EffectTimeout;
-import dev.idem.PipelineFailures.SlowEffect;
+import dev.idem.ConsumerMetrics;
+import dev.idem.Delivery;
+import dev.idem.ErrorKind;
+import dev.idem.pipeline.PipelineFailures.BatchSplit;
+import dev.idem.pipeline.PipelineFailures.EffectTimeout;
+import dev.idem.pipeline.PipelineFailures.SlowEffect;
+import dev.idem.RetryPolicy;
 import dev.idem.internal.Backoff;
 import dev.idem.internal.LogText;
 import dev.idem.internal.StopControl;
@@ -19,7 +23,7 @@ import reactor.core.publisher.Mono;
 final class RetryDecision {
 
   // The consumer's log category: operators and tests address the pipeline's messages by it.
-  private static final Logger log = LoggerFactory.getLogger(IdempotentConsumer.class);
+  private static final Logger log = LoggerFactory.getLogger(Pipeline.LOG);
 
   private final String name;
   private final RetryPolicy retryPolicy;

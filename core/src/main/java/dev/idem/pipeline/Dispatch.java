@@ -1,9 +1,13 @@
-package dev.idem;
+package dev.idem.pipeline;
 
+import dev.idem.ConsumerMetrics;
+import dev.idem.Delivery;
+import dev.idem.Ordering;
+import dev.idem.Outcome;
 import dev.idem.internal.BatchLanes;
-import dev.idem.internal.LaneControl;
 import dev.idem.internal.BoundedMerge;
 import dev.idem.internal.GroupCommit;
+import dev.idem.internal.LaneControl;
 import java.time.Duration;
 import java.util.List;
 import java.util.function.BiFunction;

@@ -1,4 +1,8 @@
-package dev.idem;
+package dev.idem.pipeline;
+
+import dev.idem.DeadLetter;
+import dev.idem.DeadLetterReason;
+import dev.idem.Delivery;
 
 /**
  * The first stage a delivery meets: bad input (a missing, over-long or malformed id, a missing

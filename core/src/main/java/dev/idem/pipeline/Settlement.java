@@ -1,5 +1,11 @@
-package dev.idem;
+package dev.idem.pipeline;
 
+import dev.idem.AbstractDelivery;
+import dev.idem.ConsumerMetrics;
+import dev.idem.DeadLetter;
+import dev.idem.Delivery;
+import dev.idem.Outcome;
+import dev.idem.internal.InPlaceAcks;
 import dev.idem.internal.LogText;
 import java.util.List;
 import org.slf4j.Logger;
@@ -14,7 +20,7 @@ import reactor.core.publisher.Mono;
 final class Settlement {
 
   // The consumer's log category: operators and tests address the pipeline's messages by it.
-  private static final Logger log = LoggerFactory.getLogger(IdempotentConsumer.class);
+  private static final Logger log = LoggerFactory.getLogger(Pipeline.LOG);
 
   private final String name;
   private final ConsumerMetrics metrics;
@@ -44,14 +50,14 @@ final class Settlement {
     metrics.abandoned(delivery);
   }
 
-  /** Whether the delivery's adapter acknowledges in place ({@link AbstractDelivery#acksInPlace()}). */
+  /** Whether the delivery's adapter acknowledges in place ({@link InPlaceAcks}). */
   static boolean acksInPlace(Delivery<?> delivery) {
-    return delivery instanceof AbstractDelivery<?> adapted && adapted.acksInPlace();
+    return InPlaceAcks.acksInPlace(delivery);
   }
 
   /**
    * Acknowledges on the calling thread when the delivery's adapter can
-   * ({@link AbstractDelivery#ackInPlace()}), with {@link #ack}'s outcomes: the outcome is added
+   * ({@link InPlaceAcks#ackInPlace}), with {@link #ack}'s outcomes: the outcome is added
    * to {@code outcomes}; an ack that failed adds none, and the message stays unsettled.
    *
    * @return {@code false} when the delivery acknowledges only through {@link #ack}; nothing was done then
@@ -60,9 +66,8 @@ final class Settlement {
     if (!acksInPlace(delivery)) {
       return false;
     }
-    AbstractDelivery<T> adapted = (AbstractDelivery<T>) delivery;
     try {
-      if (!adapted.ackInPlace()) {
+      if (!InPlaceAcks.ackInPlace((AbstractDelivery<T>) delivery)) {
         return false;
       }
     } catch (RuntimeException | Error error) {

@@ -1,6 +1,6 @@
-package dev.idem;
+package dev.idem.pipeline;
 
-import dev.idem.PipelineFailures.SlowEffect;
+import dev.idem.pipeline.PipelineFailures.SlowEffect;
 import java.time.Duration;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;

@@ -1,7 +1,11 @@
-package dev.idem;
+package dev.idem.pipeline;
 
-import dev.idem.PipelineFailures.CommitRejected;
-import dev.idem.PipelineFailures.HandlerFailure;
+import dev.idem.DeadLetter;
+import dev.idem.DeadLetterReason;
+import dev.idem.ErrorClassifier;
+import dev.idem.ErrorKind;
+import dev.idem.pipeline.PipelineFailures.CommitRejected;
+import dev.idem.pipeline.PipelineFailures.HandlerFailure;
 import dev.idem.internal.JvmErrors;
 import java.util.concurrent.atomic.AtomicLong;
 

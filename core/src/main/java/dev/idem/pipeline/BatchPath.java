@@ -1,8 +1,12 @@
-package dev.idem;
+package dev.idem.pipeline;
 
-import dev.idem.PipelineFailures.BatchSplit;
-import dev.idem.PipelineFailures.EffectTimeout;
-import dev.idem.PipelineFailures.SlowEffect;
+import dev.idem.ConsumerMetrics;
+import dev.idem.DeadLetter;
+import dev.idem.Delivery;
+import dev.idem.Outcome;
+import dev.idem.pipeline.PipelineFailures.BatchSplit;
+import dev.idem.pipeline.PipelineFailures.EffectTimeout;
+import dev.idem.pipeline.PipelineFailures.SlowEffect;
 import dev.idem.internal.BatchLanes;
 import dev.idem.internal.LaneControl;
 import dev.idem.internal.LogText;
@@ -32,7 +36,7 @@ import reactor.util.retry.Retry;
 final class BatchPath<T> {
 
   // The consumer's log category: operators and tests address the pipeline's messages by it.
-  private static final Logger log = LoggerFactory.getLogger(IdempotentConsumer.class);
+  private static final Logger log = LoggerFactory.getLogger(Pipeline.LOG);
 
   private final ConsumerSettings<T> settings;
   private final String name;

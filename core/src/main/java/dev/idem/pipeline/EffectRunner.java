@@ -1,6 +1,10 @@
-package dev.idem;
+package dev.idem.pipeline;
 
-import dev.idem.PipelineFailures.HandlerFailure;
+import dev.idem.BatchHandler;
+import dev.idem.ConsumerMetrics;
+import dev.idem.Delivery;
+import dev.idem.Handler;
+import dev.idem.pipeline.PipelineFailures.HandlerFailure;
 import dev.idem.internal.DriverBoundary;
 import dev.idem.internal.MessageObservations;
 import dev.idem.internal.TxHandle;

@@ -1,9 +1,17 @@
-package dev.idem;
+package dev.idem.pipeline;
 
-import dev.idem.PipelineFailures.CommitRejected;
-import dev.idem.PipelineFailures.EffectTimeout;
-import dev.idem.PipelineFailures.HandlerFailure;
-import dev.idem.PipelineFailures.SlowEffect;
+import dev.idem.BatchHandler;
+import dev.idem.BatchItem;
+import dev.idem.ConsumerMetrics;
+import dev.idem.Delivery;
+import dev.idem.Handler;
+import dev.idem.MessageMetadata;
+import dev.idem.pipeline.PipelineFailures.CommitRejected;
+import dev.idem.pipeline.PipelineFailures.EffectTimeout;
+import dev.idem.pipeline.PipelineFailures.HandlerFailure;
+import dev.idem.pipeline.PipelineFailures.SlowEffect;
+import dev.idem.TransactionRunner;
+import dev.idem.Tx;
 import dev.idem.internal.BatchTxHandle;
 import dev.idem.internal.MessageObservations;
 import dev.idem.internal.R2dbcTransactionRunner;

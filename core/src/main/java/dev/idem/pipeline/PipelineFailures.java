@@ -1,4 +1,4 @@
-package dev.idem;
+package dev.idem.pipeline;
 
 /**
  * The markers a failure carries through the pipeline so that its origin is told apart (see

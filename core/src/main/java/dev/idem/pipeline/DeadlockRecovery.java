@@ -1,5 +1,7 @@
-package dev.idem;
+package dev.idem.pipeline;
 
+import dev.idem.Delivery;
+import dev.idem.RetryPolicy;
 import dev.idem.internal.LogText;
 import dev.idem.internal.TransactionGate;
 import io.r2dbc.spi.R2dbcException;
@@ -54,7 +56,7 @@ final class DeadlockRecovery {
   static final Duration KEY_MEMORY = Duration.ofSeconds(30);
 
   // The consumer's log category: operators and tests address the pipeline's messages by it.
-  private static final Logger log = LoggerFactory.getLogger(IdempotentConsumer.class);
+  private static final Logger log = LoggerFactory.getLogger(Pipeline.LOG);
   private static final int IDS_IN_LOG = 10;
 
   private final String name;
