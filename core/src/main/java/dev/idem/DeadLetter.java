@@ -21,7 +21,17 @@ public record DeadLetter(
     String consumer,
     int attempts) {
 
-  /** Validates the components. */
+  /**
+   * Validates the components.
+   *
+   * @param reason the category of failure
+   * @param detail a human-readable explanation, never {@code null}
+   * @param errorClass the class name of the error that caused it, or {@code null}
+   * @param errorMessage the message of that error, or {@code null}
+   * @param consumer the consumer name that gave up on the message
+   * @param attempts how many processing attempts were made in this delivery (0 when the message
+   *     was rejected before processing)
+   */
   public DeadLetter {
     Objects.requireNonNull(reason, "reason");
     Objects.requireNonNull(detail, "detail");

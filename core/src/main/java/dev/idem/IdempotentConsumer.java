@@ -494,6 +494,14 @@ public final class IdempotentConsumer<T> {
       return this;
     }
 
+    /**
+     * How often a message that waits for broken infrastructure (the database, a dead-letter
+     * destination) is logged again at WARN while the outage lasts. Default
+     * {@link IdempotentConsumer#DEFAULT_STUCK_WARNING_INTERVAL} (1 min).
+     *
+     * @param interval positive
+     * @return this builder
+     */
     public Builder<T> stuckWarningInterval(Duration interval) {
       Objects.requireNonNull(interval, "stuckWarningInterval");
       if (interval.isNegative() || interval.isZero()) {

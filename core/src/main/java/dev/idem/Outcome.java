@@ -14,7 +14,14 @@ import java.util.Objects;
  */
 public record Outcome<T>(Status status, Delivery<T> delivery, DeadLetter deadLetter, int attempts) {
 
-  /** Validates the components. */
+  /**
+   * Validates the components.
+   *
+   * @param status processed, duplicate or dead-lettered
+   * @param delivery the settled delivery
+   * @param deadLetter why it was dead-lettered, or {@code null} for the other statuses
+   * @param attempts processing attempts made for this delivery (0 for rejected bad input)
+   */
   public Outcome {
     Objects.requireNonNull(status, "status");
     Objects.requireNonNull(delivery, "delivery");

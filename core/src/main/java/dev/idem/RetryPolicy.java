@@ -59,7 +59,17 @@ public record RetryPolicy(
     this(maxAttempts, firstBackoff, maxBackoff, infrastructureBackoff, infrastructureMaxBackoff, DEFAULT_MAX_CONTENTION_RETRIES);
   }
 
-  /** Validates the components, naming the one that is wrong. */
+  /**
+   * Validates the components, naming the one that is wrong.
+   *
+   * @param maxAttempts total processing attempts for retryable errors, counting the first; at least 1
+   * @param firstBackoff the wait before the second attempt
+   * @param maxBackoff the longest wait between attempts
+   * @param infrastructureBackoff the first wait after an infrastructure error
+   * @param infrastructureMaxBackoff the longest wait while infrastructure stays broken
+   * @param maxContentionRetries contention failures in a row retried without spending an
+   *     attempt; at least 0
+   */
   public RetryPolicy {
     if (maxContentionRetries < 0) {
       throw new IllegalArgumentException("maxContentionRetries must not be negative, was " + maxContentionRetries);

@@ -25,7 +25,14 @@ import java.util.Objects;
  */
 public record ServerTimeouts(Duration statementTimeout, Duration lockTimeout, Duration idleInTransactionTimeout) {
 
-  /** Validates the components, naming the one that is wrong. */
+  /**
+   * Validates the components, naming the one that is wrong.
+   *
+   * @param statementTimeout PostgreSQL {@code statement_timeout}; zero for the server's value
+   * @param lockTimeout PostgreSQL {@code lock_timeout}; zero for the server's value
+   * @param idleInTransactionTimeout PostgreSQL {@code idle_in_transaction_session_timeout}; zero
+   *     for the server's value
+   */
   public ServerTimeouts {
     requireNotNegative(statementTimeout, "statementTimeout");
     requireNotNegative(lockTimeout, "lockTimeout");

@@ -24,7 +24,12 @@ import java.util.Objects;
  */
 public record RotatingLayout(Duration window, int periods) {
 
-  /** Validates: the period must be at least one second, periods between 1 and 1,000. */
+  /**
+   * Validates: the period must be at least one second, periods between 1 and 1,000.
+   *
+   * @param window how long ids are kept at least
+   * @param periods how many periods the window spans; the period is {@code window / periods}
+   */
   public RotatingLayout {
     Objects.requireNonNull(window, "window");
     if (periods < 1 || periods > 1_000) {

@@ -42,7 +42,14 @@ public interface RedeliveryHorizon {
    */
   record Horizon(Kind kind, Duration duration, String source) {
 
-    /** Checks that a bounded horizon has a duration. */
+    /**
+     * Checks that a bounded horizon has a duration.
+     *
+     * @param kind bounded, unbounded or unknown
+     * @param duration the bound for {@link Kind#BOUNDED}, else {@code null}
+     * @param source what it was read from, for messages, e.g.
+     *     {@code topic 'payments' retention.ms=604800000 + segment.ms=604800000}
+     */
     public Horizon {
       Objects.requireNonNull(kind, "kind");
       Objects.requireNonNull(source, "source");

@@ -18,7 +18,15 @@ import java.util.stream.Collectors;
 public record ContractReport(String handlerName, int messages, List<ScheduleRun> schedulesRun,
     List<Finding> findings, Duration elapsed) {
 
-  /** Copies the lists. */
+  /**
+   * Copies the lists.
+   *
+   * @param handlerName the name the contract was given
+   * @param messages how many messages the user gave
+   * @param schedulesRun the schedules that ran, in order, with their durations
+   * @param findings what was found wrong; empty when the handler kept the contract
+   * @param elapsed the whole run's wall time
+   */
   public ContractReport {
     schedulesRun = List.copyOf(schedulesRun);
     findings = List.copyOf(findings);

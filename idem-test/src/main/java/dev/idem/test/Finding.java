@@ -18,7 +18,17 @@ import java.util.Objects;
 public record Finding(Mistake mistake, Schedule schedule, String step, List<String> messageIds, String expected,
     String actual) {
 
-  /** Validates the components and copies the ids. */
+  /**
+   * Validates the components and copies the ids.
+   *
+   * @param mistake the mistake the evidence points to
+   * @param schedule the schedule that showed it
+   * @param step where in the schedule, in words ("after the rolled-back attempt of message p-2, with a
+   *     failure injected after statement 1 of 2")
+   * @param messageIds the ids of the messages involved (the one being processed, or all of a burst)
+   * @param expected what the clean run's probe read at that point (or the expected value)
+   * @param actual what the probe read under the schedule (or the value found)
+   */
   public Finding {
     Objects.requireNonNull(mistake, "mistake");
     Objects.requireNonNull(schedule, "schedule");

@@ -22,7 +22,7 @@ import org.apache.kafka.common.serialization.Deserializer;
  * records, how far to read ahead, how offsets are committed and where dead letters go.
  *
  * <p>Build with {@link #builder()}; setters check their argument and name it in the error,
- * {@link #build() build()} checks that required settings are present and consistent.
+ * {@link Builder#build() build()} checks that required settings are present and consistent.
  * {@link #toString()} masks secrets (passwords, JAAS configuration, tokens) in the client
  * properties.
  *
