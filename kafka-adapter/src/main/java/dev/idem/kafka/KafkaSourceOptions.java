@@ -4,7 +4,7 @@ import static dev.idem.internal.Arguments.requirePositive;
 import static dev.idem.internal.Arguments.requireText;
 
 import dev.idem.IdempotentConsumer;
-import dev.idem.kafka.internal.ClientPropertyRules;
+import dev.idem.kafka.internal.OptionRules;
 import dev.idem.kafka.internal.Secrets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -14,7 +14,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.function.UnaryOperator;
-import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.common.serialization.Deserializer;
 
 /**
@@ -66,52 +65,11 @@ public final class KafkaSourceOptions<T> {
   /** Default {@code auto.offset.reset}: {@value}, so a new group misses nothing. */
   public static final String DEFAULT_AUTO_OFFSET_RESET = "earliest";
 
-  private final String bootstrapServers;
-  private final String groupId;
-  private final List<String> topics;
-  private final Deserializer<T> valueDeserializer;
-  private final String messageIdHeader;
-  private final MessageIdExtractor<T> messageIdExtractor;
-  private final boolean offsetFallbackId;
-  private final int prefetch;
-  private final int maxDeferredCommits;
-  private final Duration commitInterval;
-  private final int commitBatchSize;
-  private final Duration revocationGracePeriod;
-  private final Duration closeTimeout;
-  private final UnaryOperator<String> deadLetterTopic;
-  private final String deadLetterTopicDescription;
-  private final Duration reconnectBackoff;
-  private final Duration reconnectMaxBackoff;
-  private final Duration heldCommitsLogInterval;
-  private final Map<String, Object> consumerProperties;
-  private final Map<String, Object> producerProperties;
-  private final Object meterRegistry;
-  private final KafkaEngine engine;
+  /** The settings, a copy of the builder's: a builder may go on changing after {@code build()}. */
+  private final Builder<T> settings;
 
   private KafkaSourceOptions(Builder<T> b) {
-    this.bootstrapServers = b.bootstrapServers;
-    this.groupId = b.groupId;
-    this.topics = List.copyOf(b.topics);
-    this.valueDeserializer = b.valueDeserializer;
-    this.messageIdHeader = b.messageIdHeader;
-    this.messageIdExtractor = b.messageIdExtractor;
-    this.offsetFallbackId = b.offsetFallbackId;
-    this.prefetch = b.prefetch;
-    this.maxDeferredCommits = b.maxDeferredCommits;
-    this.commitInterval = b.commitInterval;
-    this.commitBatchSize = b.commitBatchSize;
-    this.revocationGracePeriod = b.revocationGracePeriod;
-    this.closeTimeout = b.closeTimeout;
-    this.deadLetterTopic = b.deadLetterTopic;
-    this.deadLetterTopicDescription = b.deadLetterTopicDescription;
-    this.reconnectBackoff = b.reconnectBackoff;
-    this.reconnectMaxBackoff = b.reconnectMaxBackoff;
-    this.heldCommitsLogInterval = b.heldCommitsLogInterval;
-    this.consumerProperties = Collections.unmodifiableMap(new LinkedHashMap<>(b.consumerProperties));
-    this.producerProperties = Collections.unmodifiableMap(new LinkedHashMap<>(b.producerProperties));
-    this.meterRegistry = b.meterRegistry;
-    this.engine = b.engine;
+    this.settings = new Builder<>(b);
   }
 
   /**
@@ -126,67 +84,67 @@ public final class KafkaSourceOptions<T> {
 
   /** @return the bootstrap servers */
   public String bootstrapServers() {
-    return bootstrapServers;
+    return settings.bootstrapServers;
   }
 
   /** @return the consumer group id */
   public String groupId() {
-    return groupId;
+    return settings.groupId;
   }
 
   /** @return the subscribed topics */
   public List<String> topics() {
-    return topics;
+    return settings.topics;
   }
 
   /** @return the value deserializer */
   public Deserializer<T> valueDeserializer() {
-    return valueDeserializer;
+    return settings.valueDeserializer;
   }
 
   /** @return the header read for the message id */
   public String messageIdHeader() {
-    return messageIdHeader;
+    return settings.messageIdHeader;
   }
 
   /** @return the id extractor, or {@code null} when the header is used */
   public MessageIdExtractor<T> messageIdExtractor() {
-    return messageIdExtractor;
+    return settings.messageIdExtractor;
   }
 
   /** @return whether records without an id get {@code topic/partition/offset} */
   public boolean offsetFallbackId() {
-    return offsetFallbackId;
+    return settings.offsetFallbackId;
   }
 
   /** @return records fetched per poll and buffered ahead */
   public int prefetch() {
-    return prefetch;
+    return settings.prefetch;
   }
 
   /** @return the limit of settled records waiting behind an unsettled one */
   public int maxDeferredCommits() {
-    return maxDeferredCommits;
+    return settings.maxDeferredCommits;
   }
 
   /** @return the commit interval */
   public Duration commitInterval() {
-    return commitInterval;
+    return settings.commitInterval;
   }
 
   /** @return the commit batch size */
   public int commitBatchSize() {
-    return commitBatchSize;
+    return settings.commitBatchSize;
   }
 
   /** @return the grace period of revoked partitions */
   public Duration revocationGracePeriod() {
-    return revocationGracePeriod;
+    return settings.revocationGracePeriod;
   }
 
   /** @return the close timeout */
   public Duration closeTimeout() {
-    return closeTimeout;
+    return settings.closeTimeout;
   }
 
   /**
@@ -196,32 +154,32 @@ public final class KafkaSourceOptions<T> {
    * @return its dead-letter topic
    */
   public String deadLetterTopic(String topic) {
-    return deadLetterTopic.apply(topic);
+    return settings.deadLetterTopic.apply(topic);
   }
 
   /** @return the first reconnect backoff */
   public Duration reconnectBackoff() {
-    return reconnectBackoff;
+    return settings.reconnectBackoff;
   }
 
   /** @return the longest reconnect backoff */
   public Duration reconnectMaxBackoff() {
-    return reconnectMaxBackoff;
+    return settings.reconnectMaxBackoff;
   }
 
   /** @return the time between the ERROR lines about partitions whose commits are held */
   public Duration heldCommitsLogInterval() {
-    return heldCommitsLogInterval;
+    return settings.heldCommitsLogInterval;
   }
 
   /** @return extra consumer properties, unmodifiable */
   public Map<String, Object> consumerProperties() {
-    return consumerProperties;
+    return settings.consumerProperties;
   }
 
   /** @return extra dead-letter producer properties, unmodifiable */
   public Map<String, Object> producerProperties() {
-    return producerProperties;
+    return settings.producerProperties;
   }
 
   /**
@@ -231,7 +189,7 @@ public final class KafkaSourceOptions<T> {
    * @return the registry or {@code null}
    */
   public Object meterRegistry() {
-    return meterRegistry;
+    return settings.meterRegistry;
   }
 
   /**
@@ -240,23 +198,23 @@ public final class KafkaSourceOptions<T> {
    * @return the engine; default {@link KafkaEngine#NATIVE}
    */
   public KafkaEngine engine() {
-    return engine;
+    return settings.engine;
   }
 
   @Override
   public String toString() {
-    return "KafkaSourceOptions[bootstrapServers=" + bootstrapServers + ", groupId=" + groupId + ", topics=" + topics
-        + ", valueDeserializer=" + valueDeserializer.getClass().getName()
-        + ", messageIdHeader=" + messageIdHeader + ", messageIdExtractor=" + (messageIdExtractor != null)
-        + ", offsetFallbackId=" + offsetFallbackId + ", prefetch=" + prefetch
-        + ", maxDeferredCommits=" + maxDeferredCommits + ", commitInterval=" + commitInterval
-        + ", commitBatchSize=" + commitBatchSize + ", revocationGracePeriod=" + revocationGracePeriod
-        + ", closeTimeout=" + closeTimeout + ", deadLetterTopic=" + deadLetterTopicDescription
-        + ", reconnectBackoff=" + reconnectBackoff + ".." + reconnectMaxBackoff
-        + ", heldCommitsLogInterval=" + heldCommitsLogInterval
-        + ", consumerProperties=" + Secrets.mask(consumerProperties)
-        + ", producerProperties=" + Secrets.mask(producerProperties)
-        + ", meterRegistry=" + (meterRegistry != null) + ", engine=" + engine + "]";
+    return "KafkaSourceOptions[bootstrapServers=" + settings.bootstrapServers + ", groupId=" + settings.groupId + ", topics=" + settings.topics
+        + ", valueDeserializer=" + settings.valueDeserializer.getClass().getName()
+        + ", messageIdHeader=" + settings.messageIdHeader + ", messageIdExtractor=" + (settings.messageIdExtractor != null)
+        + ", offsetFallbackId=" + settings.offsetFallbackId + ", prefetch=" + settings.prefetch
+        + ", maxDeferredCommits=" + settings.maxDeferredCommits + ", commitInterval=" + settings.commitInterval
+        + ", commitBatchSize=" + settings.commitBatchSize + ", revocationGracePeriod=" + settings.revocationGracePeriod
+        + ", closeTimeout=" + settings.closeTimeout + ", deadLetterTopic=" + settings.deadLetterTopicDescription
+        + ", reconnectBackoff=" + settings.reconnectBackoff + ".." + settings.reconnectMaxBackoff
+        + ", heldCommitsLogInterval=" + settings.heldCommitsLogInterval
+        + ", consumerProperties=" + Secrets.mask(settings.consumerProperties)
+        + ", producerProperties=" + Secrets.mask(settings.producerProperties)
+        + ", meterRegistry=" + (settings.meterRegistry != null) + ", engine=" + settings.engine + "]";
   }
 
   /**
@@ -267,7 +225,7 @@ public final class KafkaSourceOptions<T> {
   public static final class Builder<T> {
     private String bootstrapServers;
     private String groupId;
-    private final List<String> topics = new ArrayList<>();
+    private final List<String> topics;
     private Deserializer<T> valueDeserializer;
     private String messageIdHeader = DEFAULT_MESSAGE_ID_HEADER;
     private MessageIdExtractor<T> messageIdExtractor;
@@ -284,11 +242,41 @@ public final class KafkaSourceOptions<T> {
     private Duration reconnectMaxBackoff = DEFAULT_RECONNECT_MAX_BACKOFF;
     private Duration heldCommitsLogInterval = DEFAULT_HELD_COMMITS_LOG_INTERVAL;
     private KafkaEngine engine = DEFAULT_ENGINE;
-    private final Map<String, Object> consumerProperties = new LinkedHashMap<>();
-    private final Map<String, Object> producerProperties = new LinkedHashMap<>();
+    private final Map<String, Object> consumerProperties;
+    private final Map<String, Object> producerProperties;
     private Object meterRegistry;
 
-    private Builder() {}
+    private Builder() {
+      topics = new ArrayList<>();
+      consumerProperties = new LinkedHashMap<>();
+      producerProperties = new LinkedHashMap<>();
+    }
+
+    /** A copy whose lists and maps cannot change: the options' settings. */
+    private Builder(Builder<T> b) {
+      bootstrapServers = b.bootstrapServers;
+      groupId = b.groupId;
+      topics = List.copyOf(b.topics);
+      valueDeserializer = b.valueDeserializer;
+      messageIdHeader = b.messageIdHeader;
+      messageIdExtractor = b.messageIdExtractor;
+      offsetFallbackId = b.offsetFallbackId;
+      prefetch = b.prefetch;
+      maxDeferredCommits = b.maxDeferredCommits;
+      commitInterval = b.commitInterval;
+      commitBatchSize = b.commitBatchSize;
+      revocationGracePeriod = b.revocationGracePeriod;
+      closeTimeout = b.closeTimeout;
+      deadLetterTopic = b.deadLetterTopic;
+      deadLetterTopicDescription = b.deadLetterTopicDescription;
+      reconnectBackoff = b.reconnectBackoff;
+      reconnectMaxBackoff = b.reconnectMaxBackoff;
+      heldCommitsLogInterval = b.heldCommitsLogInterval;
+      engine = b.engine;
+      consumerProperties = Collections.unmodifiableMap(new LinkedHashMap<>(b.consumerProperties));
+      producerProperties = Collections.unmodifiableMap(new LinkedHashMap<>(b.producerProperties));
+      meterRegistry = b.meterRegistry;
+    }
 
     /**
      * The Kafka cluster, as in {@code bootstrap.servers}. Required.
@@ -603,32 +591,9 @@ public final class KafkaSourceOptions<T> {
      * @throws IllegalArgumentException naming the setting that is missing or invalid
      */
     public KafkaSourceOptions<T> build() {
-      if (bootstrapServers == null) {
-        throw new IllegalArgumentException("bootstrapServers is required (for example \"localhost:9092\")");
-      }
-      if (groupId == null) {
-        throw new IllegalArgumentException("groupId is required");
-      }
-      if (topics.isEmpty()) {
-        throw new IllegalArgumentException("topics is required: name at least one topic");
-      }
-      if (valueDeserializer == null) {
-        throw new IllegalArgumentException("valueDeserializer is required");
-      }
-      if (prefetch < 1) {
-        throw new IllegalArgumentException("prefetch must be at least 1, was " + prefetch);
-      }
-      if (maxDeferredCommits < 1) {
-        throw new IllegalArgumentException("maxDeferredCommits must be at least 1, was " + maxDeferredCommits);
-      }
-      if (commitBatchSize < 0) {
-        throw new IllegalArgumentException("commitBatchSize must not be negative, was " + commitBatchSize);
-      }
-      if (reconnectMaxBackoff.compareTo(reconnectBackoff) < 0) {
-        throw new IllegalArgumentException("reconnectBackoff max (" + reconnectMaxBackoff + ") must not be shorter than first (" + reconnectBackoff + ")");
-      }
-      ClientPropertyRules.check(consumerProperties, producerProperties, revocationGracePeriod);
-      return new KafkaSourceOptions<>(this);
+      KafkaSourceOptions<T> options = new KafkaSourceOptions<>(this);
+      OptionRules.check(options);
+      return options;
     }
   }
 }

@@ -45,7 +45,6 @@ final class MessageTransactionManager extends AbstractReactiveTransactionManager
     return new Joined();
   }
 
-  // tag::join[] (quoted in docs/spring-boot.md)
   @Override
   protected Mono<Void> doBegin(TransactionSynchronizationManager synchronizationManager, Object transaction,
       TransactionDefinition definition) {
@@ -69,7 +68,6 @@ final class MessageTransactionManager extends AbstractReactiveTransactionManager
       return Mono.empty();
     });
   }
-  // end::join[]
 
   @Override
   protected Mono<Void> doRollback(TransactionSynchronizationManager synchronizationManager,
