@@ -19,17 +19,10 @@ import dev.idem.testing.PostgresService;
 import dev.idem.testing.TestDelivery;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.r2dbc.pool.ConnectionPool;
-import io.r2dbc.spi.Connection;
 import io.r2dbc.spi.ConnectionFactory;
-import io.r2dbc.spi.ConnectionFactoryMetadata;
-import io.r2dbc.spi.Statement;
-import java.lang.reflect.InvocationTargetException;
-import java.lang.reflect.Method;
-import java.lang.reflect.Proxy;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
@@ -42,7 +35,6 @@ import java.util.stream.IntStream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.reactivestreams.Publisher;
 import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
@@ -51,7 +43,7 @@ import reactor.core.scheduler.Schedulers;
 /** Retention of processed ids and sent outbox rows against a real PostgreSQL. */
 class RetentionIntegrationTests {
 
-  private static final Duration TIMEOUT = Duration.ofSeconds(120);
+  static final Duration TIMEOUT = Duration.ofSeconds(120);
   /** Cleanup batches of a plain inbox within which the consumer must commit at least once. */
   private static final int STRETCH = 10;
 
@@ -450,109 +442,6 @@ class RetentionIntegrationTests {
     assertThat(pauses.effects).as("effects of the live messages").isEqualTo(pauses.taken);
   }
 
-  /**
-   * One logical clock for the consumer's transactions and the cleanup's batches and runs, to
-   * check how they interleave without looking at how long anything took.
-   */
-  private static final class Interleaving implements RetentionMetrics {
-    private final AtomicLong clock = new AtomicLong();
-    private final Map<String, Long> started = new ConcurrentHashMap<>();
-    private final List<long[]> transactions = new CopyOnWriteArrayList<>(); // {started, committed}
-    private final List<Long> batches = new CopyOnWriteArrayList<>();
-    private final List<Long> runs = new CopyOnWriteArrayList<>();
-    private final List<Long> skippedRuns = new CopyOnWriteArrayList<>();
-    private final AtomicLong largestBatch = new AtomicLong();
-
-    ConsumerMetrics consumerMetrics(ConsumerMetrics timing) {
-      return new ConsumerMetrics() {
-        @Override
-        public void started(Delivery<?> delivery) {
-          started.put(delivery.id(), clock.incrementAndGet());
-        }
-
-        @Override
-        public void transaction(Delivery<?> delivery, Duration duration, boolean committed) {
-          timing.transaction(delivery, duration, committed);
-          if (committed) {
-            transactions.add(new long[] {started.getOrDefault(delivery.id(), 0L), clock.incrementAndGet()});
-          }
-        }
-      };
-    }
-
-    @Override
-    public void batch(String table, long removed, Duration took) {
-      largestBatch.accumulateAndGet(removed, Math::max);
-      batches.add(clock.incrementAndGet());
-    }
-
-    void run(CleanupReport report) {
-      long at = clock.incrementAndGet();
-      runs.add(at);
-      if (report.tables().stream().anyMatch(t -> t.skipped() > 0)) {
-        skippedRuns.add(at);
-      }
-    }
-
-    List<Long> batches() {
-      return List.copyOf(batches);
-    }
-
-    List<Long> runs() {
-      return List.copyOf(runs);
-    }
-
-    List<Long> skippedRuns() {
-      return List.copyOf(skippedRuns);
-    }
-
-    long largestBatch() {
-      return largestBatch.get();
-    }
-
-    /** The most consecutive batches with no consumer commit between any two of them. */
-    int longestStretchWithoutCommit() {
-      List<Long> all = batches();
-      int longest = 0;
-      int current = 0;
-      for (int k = 1; k < all.size(); k++) {
-        current = commitsBetween(all.get(k - 1), all.get(k)) == 0 ? current + 1 : 0;
-        longest = Math.max(longest, current);
-      }
-      return longest;
-    }
-
-    /** Consumer transactions that committed strictly between two events. */
-    long commitsBetween(long from, long to) {
-      return transactions.stream().filter(t -> t[1] > from && t[1] < to).count();
-    }
-
-    /** Consumer transactions (started, committed) that were in flight while more than one of {@code events} happened. */
-    List<String> transactionsAcrossMoreThanOne(List<Long> events) {
-      return transactions.stream().filter(t -> events.stream().filter(e -> e > t[0] && e < t[1]).count() > 1)
-          .map(t -> t[0] + ".." + t[1]).toList();
-    }
-  }
-
-  /** Holds a slot partition's lock (ACCESS SHARE, as a reader does) in an open transaction until released. */
-  private static final class SlotReader {
-    private final Connection connection;
-    private final AtomicBoolean released = new AtomicBoolean();
-
-    SlotReader(ConnectionFactory pool, String partition) {
-      connection = Mono.from(pool.create()).block(TIMEOUT);
-      Mono.from(connection.beginTransaction()).block(TIMEOUT);
-      Flux.from(connection.createStatement("SELECT count(*) FROM " + partition).execute()).concatMap(r -> r.map(row -> row.get(0, Long.class)))
-          .blockLast(TIMEOUT);
-    }
-
-    void release() {
-      if (released.compareAndSet(false, true)) {
-        Mono.from(connection.rollbackTransaction()).then(Mono.from(connection.close())).block(TIMEOUT);
-      }
-    }
-  }
-
   private Pauses measureWhileCleaning(PostgresInbox inbox, Retention retention, Interleaving events, java.util.function.BooleanSupplier done) {
     List<Long> durations = new CopyOnWriteArrayList<>();
     ConsumerMetrics timing = new ConsumerMetrics() {
@@ -608,74 +497,5 @@ class RetentionIntegrationTests {
         Duration.ofNanos(baseline.get(baseline.size() - 1)), Duration.ofNanos(baseline.get(baseline.size() * 99 / 100)), sequence.get(),
         List.copyOf(outcomes), early != null ? early : failure.get(),
         postgres.count("SELECT count(*) FROM " + effects + " WHERE message_id LIKE 'live-%'"));
-  }
-  /**
-   * Connections from a pool whose first {@code LOCK TABLE} after {@link #arm} is held back until
-   * {@link #release}, as a cleanup starved of CPU (or slow to get its round trips through) would
-   * send it late.
-   */
-  private static final class LockGate implements ConnectionFactory {
-    private final ConnectionFactory pool;
-    private final AtomicReference<String> held = new AtomicReference<>();
-    private volatile boolean armed;
-    private volatile CompletableFuture<Void> released = CompletableFuture.completedFuture(null);
-
-    LockGate(ConnectionFactory pool) {
-      this.pool = pool;
-    }
-
-    void arm() {
-      held.set(null);
-      released = new CompletableFuture<>();
-      armed = true;
-    }
-
-    /** The partition whose LOCK TABLE is held back, or null. */
-    String held() {
-      return held.get();
-    }
-
-    void release() {
-      armed = false;
-      released.complete(null);
-    }
-
-    @Override
-    public Publisher<? extends Connection> create() {
-      return Mono.from(pool.create()).map(this::gated);
-    }
-
-    @Override
-    public ConnectionFactoryMetadata getMetadata() {
-      return pool.getMetadata();
-    }
-
-    private Connection gated(Connection connection) {
-      return (Connection) Proxy.newProxyInstance(Connection.class.getClassLoader(), new Class<?>[] {Connection.class}, (proxy, method, args) -> {
-        Object result = invoke(connection, method, args);
-        if (method.getName().equals("createStatement") && ((String) args[0]).startsWith("LOCK TABLE ")) {
-          return gatedStatement((Statement) result, ((String) args[0]).split(" ")[2]);
-        }
-        return result;
-      });
-    }
-
-    private Statement gatedStatement(Statement statement, String partition) {
-      return (Statement) Proxy.newProxyInstance(Statement.class.getClassLoader(), new Class<?>[] {Statement.class}, (proxy, method, args) -> {
-        if (method.getName().equals("execute") && armed && held.compareAndSet(null, partition)) {
-          CompletableFuture<Void> gateOpen = released;
-          return Mono.fromFuture(gateOpen).thenMany(Flux.defer(statement::execute));
-        }
-        return invoke(statement, method, args);
-      });
-    }
-
-    private static Object invoke(Object target, Method method, Object[] args) throws Throwable {
-      try {
-        return method.invoke(target, args);
-      } catch (InvocationTargetException e) {
-        throw e.getCause();
-      }
-    }
   }
 }

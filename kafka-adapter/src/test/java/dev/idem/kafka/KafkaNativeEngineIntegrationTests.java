@@ -18,14 +18,12 @@ import dev.idem.postgres.PostgresInbox;
 import dev.idem.testing.PostgresService;
 import io.r2dbc.pool.ConnectionPool;
 import java.lang.management.ManagementFactory;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.NavigableSet;
-import java.util.Properties;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
@@ -44,12 +42,7 @@ import java.util.stream.Collectors;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
-import org.apache.kafka.clients.producer.KafkaProducer;
-import org.apache.kafka.clients.producer.ProducerConfig;
-import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.serialization.ByteArraySerializer;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import reactor.core.Disposable;
 import reactor.core.publisher.Mono;
@@ -96,7 +89,7 @@ class KafkaNativeEngineIntegrationTests {
   @Test
   void slowHandlerOverAMillionRecordBacklogFetchesOnlyAboutThePrefetchAndCommitsTheSettledPrefix() throws Exception {
     try (Scenario s = new Scenario("backlog", BACKLOG_PARTITIONS)) {
-      publishBacklog(s.kafka.bootstrapServers(), s.topic, BACKLOG, BACKLOG_PARTITIONS);
+      PartitionedPublisher.publishBacklog(s.kafka.bootstrapServers(), s.topic, BACKLOG, BACKLOG_PARTITIONS);
       assertThat(s.end().values().stream().mapToLong(Long::longValue).sum()).isEqualTo(BACKLOG);
 
       Settled settled = new Settled();
@@ -153,7 +146,7 @@ class KafkaNativeEngineIntegrationTests {
     int perPartition = 3;
     int firstBatch = partitions * perPartition;
     try (Scenario s = new Scenario("revoke", partitions); LogCapture log = LogCapture.of("dev.idem.kafka")) {
-      s.kafka.sendAll(records(s.topic, partitions, "first-", firstBatch));
+      s.kafka.sendAll(PartitionedPublisher.records(s.topic, partitions, "first-", firstBatch));
       Sinks.Empty<Void> release = Sinks.empty();
       AtomicInteger startedByFirst = new AtomicInteger();
       Settled byFirst = new Settled();
@@ -200,7 +193,7 @@ class KafkaNativeEngineIntegrationTests {
           });
           assertThat(s.kafka.assignments(s.group, s.topic).values()).contains(revoked);
           // Work that only the new owner of the revoked partitions can take.
-          s.kafka.sendAll(records(s.topic, partitions, "second-", firstBatch));
+          s.kafka.sendAll(PartitionedPublisher.records(s.topic, partitions, "second-", firstBatch));
           Map<Integer, Long> end = s.end();
           await().atMost(TIMEOUT).pollInterval(Duration.ofMillis(200))
               .untilAsserted(() -> assertThat(s.committed()).isEqualTo(end));
@@ -250,7 +243,7 @@ class KafkaNativeEngineIntegrationTests {
   void closeWhileThePollWaitsOnADrainedTopicCommitsWhatSettledAndLeavesTheGroup() throws Exception {
     int messages = 20;
     try (Scenario s = new Scenario("closeidle", 2)) {
-      s.kafka.sendAll(records(s.topic, 2, "msg-", messages));
+      s.kafka.sendAll(PartitionedPublisher.records(s.topic, 2, "msg-", messages));
       AtomicLong outcomes = new AtomicLong();
       IdempotentConsumer<String> consumer = IdempotentConsumer.<String>named(s.consumer)
           .inbox(s.inbox).handler(s.recordingHandler()).ordering(Ordering.UNORDERED).build();
@@ -369,7 +362,7 @@ class KafkaNativeEngineIntegrationTests {
           broker.start();
           try (Admin admin = Admin.create(Map.of("bootstrap.servers", broker.bootstrapServers()))) {
             admin.createTopics(List.of(new NewTopic(topic, 2, (short) 1))).all().get(60, TimeUnit.SECONDS);
-            publish(broker.bootstrapServers(), topic, 2, "msg-", messages);
+            PartitionedPublisher.publish(broker.bootstrapServers(), topic, 2, "msg-", messages);
             Map<Integer, Long> end = endOffsets(admin, topic, 2);
             assertThat(end).isEqualTo(Map.of(0, messages / 2L, 1, messages / 2L));
             await().atMost(TIMEOUT).pollInterval(Duration.ofMillis(500))
@@ -399,7 +392,7 @@ class KafkaNativeEngineIntegrationTests {
     int messages = 100;
     int later = 40;
     try (Scenario s = new Scenario("deleted", 2); LogCapture log = LogCapture.of("dev.idem.kafka")) {
-      s.kafka.sendAll(records(s.topic, 2, "first-", messages));
+      s.kafka.sendAll(PartitionedPublisher.records(s.topic, 2, "first-", messages));
       AtomicReference<String> terminal = new AtomicReference<>();
       Settled settled = new Settled();
       IdempotentConsumer<String> consumer = IdempotentConsumer.<String>named(s.consumer)
@@ -425,7 +418,7 @@ class KafkaNativeEngineIntegrationTests {
                 s.kafka.admin().createTopics(List.of(new NewTopic(s.topic, 2, (short) 1))).all().get(30, TimeUnit.SECONDS);
                 return true;
               });
-          s.kafka.sendAll(records(s.topic, 2, "second-", later));
+          s.kafka.sendAll(PartitionedPublisher.records(s.topic, 2, "second-", later));
           Map<Integer, Long> newEnd = s.end();
           assertThat(newEnd).isEqualTo(Map.of(0, later / 2L, 1, later / 2L));
           await().atMost(TIMEOUT).until(() -> settled.count() >= messages + later);
@@ -455,7 +448,7 @@ class KafkaNativeEngineIntegrationTests {
     int messages = 100;
     int later = 40;
     try (Scenario s = new Scenario("recreated", 2)) {
-      s.kafka.sendAll(records(s.topic, 2, "first-", messages));
+      s.kafka.sendAll(PartitionedPublisher.records(s.topic, 2, "first-", messages));
       AtomicLong outcomes = new AtomicLong();
       IdempotentConsumer<String> consumer = IdempotentConsumer.<String>named(s.consumer)
           .inbox(s.inbox).handler(s.recordingHandler()).concurrency(4).ordering(Ordering.UNORDERED).build();
@@ -471,7 +464,7 @@ class KafkaNativeEngineIntegrationTests {
             s.kafka.admin().createTopics(List.of(new NewTopic(s.topic, 2, (short) 1))).all().get(30, TimeUnit.SECONDS);
             return true;
           });
-          s.kafka.sendAll(records(s.topic, 2, "second-", later));
+          s.kafka.sendAll(PartitionedPublisher.records(s.topic, 2, "second-", later));
           await().atMost(TIMEOUT).until(() -> outcomes.get() >= messages + later);
           Map<Integer, Long> newEnd = s.end();
           await().atMost(TIMEOUT).pollInterval(Duration.ofMillis(200))
@@ -539,71 +532,6 @@ class KafkaNativeEngineIntegrationTests {
       result.add(i);
     }
     return result;
-  }
-
-  /** Records spread round-robin over the partitions, ids {@code prefix + i}. */
-  private static List<ProducerRecord<byte[], byte[]>> records(String topic, int partitions, String prefix, int count) {
-    List<ProducerRecord<byte[], byte[]>> records = new ArrayList<>();
-    for (int i = 0; i < count; i++) {
-      records.add(KafkaService.record(topic, i % partitions, "key-" + i, prefix + i, "payload-" + prefix + i));
-    }
-    return records;
-  }
-
-  private static void publish(String bootstrapServers, String topic, int partitions, String prefix, int count) throws Exception {
-    try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(producerProperties(bootstrapServers))) {
-      List<CompletableFuture<Void>> sent = new ArrayList<>();
-      for (ProducerRecord<byte[], byte[]> record : records(topic, partitions, prefix, count)) {
-        CompletableFuture<Void> done = new CompletableFuture<>();
-        producer.send(record, (metadata, error) -> {
-          if (error == null) {
-            done.complete(null);
-          } else {
-            done.completeExceptionally(error);
-          }
-        });
-        sent.add(done);
-      }
-      producer.flush();
-      CompletableFuture.allOf(sent.toArray(CompletableFuture[]::new)).get(60, TimeUnit.SECONDS);
-    }
-  }
-
-  /** One producer, large batches, asynchronous sends and one flush: a million records in seconds. */
-  private static void publishBacklog(String bootstrapServers, String topic, int count, int partitions) throws Exception {
-    Properties props = producerProperties(bootstrapServers);
-    props.put(ProducerConfig.LINGER_MS_CONFIG, 20);
-    props.put(ProducerConfig.BATCH_SIZE_CONFIG, 256 * 1024);
-    props.put(ProducerConfig.BUFFER_MEMORY_CONFIG, 64L * 1024 * 1024);
-    AtomicLong acknowledged = new AtomicLong();
-    AtomicReference<Exception> failure = new AtomicReference<>();
-    try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(props)) {
-      for (int i = 0; i < count; i++) {
-        ProducerRecord<byte[], byte[]> record = new ProducerRecord<>(topic, i % partitions, null,
-            ("p" + i).getBytes(StandardCharsets.UTF_8));
-        record.headers().add("message-id", ("m" + i).getBytes(StandardCharsets.UTF_8));
-        producer.send(record, (metadata, error) -> {
-          if (error == null) {
-            acknowledged.incrementAndGet();
-          } else {
-            failure.compareAndSet(null, error);
-          }
-        });
-      }
-      producer.flush();
-    }
-    assertThat(failure.get()).isNull();
-    assertThat(acknowledged.get()).isEqualTo(count);
-  }
-
-  private static Properties producerProperties(String bootstrapServers) {
-    Properties props = new Properties();
-    props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers);
-    props.put(ProducerConfig.ACKS_CONFIG, "all");
-    props.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true);
-    props.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
-    props.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
-    return props;
   }
 
   /**
