@@ -79,7 +79,7 @@ import reactor.core.publisher.Flux;
  * </ul>
  *
  * <h2>Stages</h2>
- * <p>In the order a message meets them (the classes are internal to this package):
+ * <p>In the order a message meets them (the classes are in {@code dev.idem.pipeline}, which is not API):
  * <ol>
  *   <li><b>Dispatch</b> ({@code Dispatch}): at most {@code prefetch} messages taken and not yet
  *       settled, {@code concurrency} lanes ({@code BatchLanes}) that keep the order the

@@ -36,12 +36,15 @@ public final class InPlaceAcks {
   }
 
   /**
-   * Installs the access; once.
+   * Installs the access; once, and only from {@link AbstractDelivery}.
    *
    * @param installed {@code AbstractDelivery}'s
-   * @throws IllegalStateException when one is installed already
+   * @throws IllegalStateException when called from another class, or when one is installed already
    */
   public static synchronized void install(Access installed) {
+    if (StackWalker.getInstance(StackWalker.Option.RETAIN_CLASS_REFERENCE).getCallerClass() != AbstractDelivery.class) {
+      throw new IllegalStateException("only AbstractDelivery installs the access to acknowledgements in place");
+    }
     if (access != null) {
       throw new IllegalStateException("the access to acknowledgements in place is installed already");
     }
