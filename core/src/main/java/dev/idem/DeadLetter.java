@@ -1,6 +1,7 @@
 package dev.idem;
 
 import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Why a message was dead-lettered, with what an operator needs to inspect and replay it.
@@ -16,8 +17,8 @@ import java.util.Objects;
 public record DeadLetter(
     DeadLetterReason reason,
     String detail,
-    String errorClass,
-    String errorMessage,
+    @Nullable String errorClass,
+    @Nullable String errorMessage,
     String consumer,
     int attempts) {
 

@@ -2,6 +2,7 @@ package dev.idem;
 
 import java.time.Instant;
 import java.util.Map;
+import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
 
 /**
@@ -32,21 +33,21 @@ public interface Delivery<T> {
    *
    * @return the id, or {@code null} when the message carries none (it is then dead-lettered)
    */
-  String id();
+  @Nullable String id();
 
   /**
    * The decoded payload.
    *
    * @return the payload, or {@code null} when there is none or it could not be decoded
    */
-  T payload();
+  @Nullable T payload();
 
   /**
    * Why the payload could not be decoded, for poison messages.
    *
    * @return the decoding failure, or {@code null} (the default) when the payload decoded
    */
-  default Throwable decodingFailure() {
+  default @Nullable Throwable decodingFailure() {
     return null;
   }
 
@@ -64,7 +65,7 @@ public interface Delivery<T> {
    *
    * @return the ordering key, or {@code null} for none (such messages are not ordered)
    */
-  default String orderingKey() {
+  default @Nullable String orderingKey() {
     return null;
   }
 
@@ -74,7 +75,7 @@ public interface Delivery<T> {
    *
    * @return the key, by default the {@link #orderingKey()}; {@code null} for none
    */
-  default String key() {
+  default @Nullable String key() {
     return orderingKey();
   }
 
@@ -83,7 +84,7 @@ public interface Delivery<T> {
    *
    * @return a partition name such as {@code "orders-3"}, or {@code null} when the broker has none
    */
-  default String partition() {
+  default @Nullable String partition() {
     return null;
   }
 
@@ -92,7 +93,7 @@ public interface Delivery<T> {
    *
    * @return the timestamp, or {@code null} when unknown
    */
-  default Instant timestamp() {
+  default @Nullable Instant timestamp() {
     return null;
   }
 

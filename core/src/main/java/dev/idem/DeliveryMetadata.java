@@ -2,6 +2,7 @@ package dev.idem;
 
 import java.time.Instant;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Optional;
 
 /** {@link MessageMetadata} read from a {@link Delivery} on demand. */
@@ -9,7 +10,7 @@ record DeliveryMetadata(Delivery<?> delivery) implements MessageMetadata {
 
   @Override
   public String messageId() {
-    return delivery.id();
+    return Objects.requireNonNull(delivery.id());
   }
 
   @Override

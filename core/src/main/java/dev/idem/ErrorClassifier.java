@@ -11,6 +11,7 @@ import java.net.SocketTimeoutException;
 import java.net.UnknownHostException;
 import java.nio.channels.ClosedChannelException;
 import java.util.concurrent.TimeoutException;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Decides whether an error is the message's fault or the infrastructure's.
@@ -50,7 +51,7 @@ public interface ErrorClassifier {
    * @param error the error, never {@code null}
    * @return its kind, or {@code null} when this classifier has no opinion
    */
-  ErrorKind classify(Throwable error);
+  @Nullable ErrorKind classify(Throwable error);
 
   /**
    * Asks this classifier first and {@code fallback} when it returns {@code null}.

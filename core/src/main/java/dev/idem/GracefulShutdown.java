@@ -6,6 +6,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.function.Consumer;
+import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
@@ -52,7 +53,7 @@ import reactor.core.publisher.Mono;
 public final class GracefulShutdown {
 
   private final List<StopControl> running = new ArrayList<>();
-  private Mono<ShutdownReport> stopped;
+  private @Nullable Mono<ShutdownReport> stopped;
   private volatile boolean stopping;
 
   private GracefulShutdown() {}
@@ -116,7 +117,7 @@ public final class GracefulShutdown {
    * @param notStarted told of each delivery that will not be started
    * @return the stream's control, or {@code null} when stopping already began
    */
-  StopControl attach(String consumer, Consumer<Object> notStarted) {
+  @Nullable StopControl attach(String consumer, Consumer<Object> notStarted) {
     synchronized (this) {
       if (stopping) {
         return null;

@@ -9,6 +9,7 @@ import dev.idem.postgres.PostgresInbox;
 import io.micrometer.observation.ObservationRegistry;
 import java.time.Duration;
 import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Publisher;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -155,9 +156,9 @@ public final class IdempotentConsumer<T> {
 
   private IdempotentConsumer(Builder<T> b) {
     TransactionRunner transactions = b.transactions != null ? b.transactions
-        : new R2dbcTransactionRunner(b.inbox.connectionFactory(),
+        : new R2dbcTransactionRunner(Objects.requireNonNull(b.inbox).connectionFactory(),
             b.serverTimeouts != null ? b.serverTimeouts : ServerTimeouts.derivedFrom(b.transactionTimeout), b.concurrency);
-    this.settings = new ConsumerSettings<>(b.name, b.inbox, b.handler, b.batchHandler, transactions, b.retryPolicy,
+    this.settings = new ConsumerSettings<>(b.name, Objects.requireNonNull(b.inbox), b.handler, b.batchHandler, transactions, b.retryPolicy,
         b.classifier, b.maxIdLength, b.metrics, b.transactionTimeout, b.stuckWarningInterval, b.slowMessageThreshold,
         new MessageObservations(b.observationRegistry, b.name), b.maxBatchSize, b.batchMaxWait, b.concurrency, b.prefetch,
         b.ordering);
@@ -234,12 +235,12 @@ public final class IdempotentConsumer<T> {
    */
   public static final class Builder<T> {
     private final String name;
-    private PostgresInbox inbox;
-    private Handler<T> handler;
-    private BatchHandler<T> batchHandler;
+    private @Nullable PostgresInbox inbox;
+    private @Nullable Handler<T> handler;
+    private @Nullable BatchHandler<T> batchHandler;
     private int maxBatchSize = BatchSizeDefault.fromSystemProperty();
     private Duration batchMaxWait = DEFAULT_BATCH_MAX_WAIT;
-    private TransactionRunner transactions;
+    private @Nullable TransactionRunner transactions;
     private int concurrency = DEFAULT_CONCURRENCY;
     private int prefetch = DEFAULT_PREFETCH;
     private Ordering ordering = DEFAULT_ORDERING;
@@ -248,7 +249,7 @@ public final class IdempotentConsumer<T> {
     private int maxIdLength = DEFAULT_MAX_ID_LENGTH;
     private ConsumerMetrics metrics = ConsumerMetrics.NONE;
     private Duration transactionTimeout = DEFAULT_TRANSACTION_TIMEOUT;
-    private ServerTimeouts serverTimeouts;
+    private @Nullable ServerTimeouts serverTimeouts;
     private Duration stuckWarningInterval = DEFAULT_STUCK_WARNING_INTERVAL;
     private Duration slowMessageThreshold = DEFAULT_SLOW_MESSAGE_THRESHOLD;
     private ObservationRegistry observationRegistry = ObservationRegistry.NOOP;
@@ -565,7 +566,7 @@ public final class IdempotentConsumer<T> {
     }
 
     private void warnIfPoolSmallerThanConcurrency() {
-      if (transactions == null && inbox.connectionFactory() instanceof io.r2dbc.pool.ConnectionPool pool) {
+      if (transactions == null && Objects.requireNonNull(inbox).connectionFactory() instanceof io.r2dbc.pool.ConnectionPool pool) {
         pool.getMetrics().ifPresent(poolMetrics -> {
           if (poolMetrics.getMaxAllocatedSize() < concurrency) {
             log.warn("Consumer '{}': concurrency {} exceeds the connection pool's maximum size {}; "

@@ -1,6 +1,7 @@
 package dev.idem;
 
 import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 
 /**
  * What happened to one message. The pipeline emits an outcome only after the message was settled
@@ -12,7 +13,7 @@ import java.util.Objects;
  * @param attempts processing attempts made for this delivery (0 for rejected bad input)
  * @param <T> the payload type
  */
-public record Outcome<T>(Status status, Delivery<T> delivery, DeadLetter deadLetter, int attempts) {
+public record Outcome<T>(Status status, Delivery<T> delivery, @Nullable DeadLetter deadLetter, int attempts) {
 
   /**
    * Validates the components.
@@ -49,7 +50,7 @@ public record Outcome<T>(Status status, Delivery<T> delivery, DeadLetter deadLet
    *
    * @return the delivery's id, or {@code null} for a dead-lettered message without a readable one
    */
-  public String messageId() {
+  public @Nullable String messageId() {
     try {
       return delivery.id();
     } catch (RuntimeException e) {

@@ -11,4 +11,7 @@
  * API, and either may change in any release. Imports run one way: API, then pipeline, then
  * internal. Each jar names its module in its manifest ({@code Automatic-Module-Name}).
  */
+@NullMarked
 package dev.idem;
+
+import org.jspecify.annotations.NullMarked;

@@ -10,6 +10,7 @@ import java.util.IdentityHashMap;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.PriorityQueue;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
@@ -17,6 +18,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.BiFunction;
 import java.util.function.Consumer;
 import java.util.function.Function;
+import org.jspecify.annotations.Nullable;
 import reactor.core.Disposable;
 import reactor.core.Disposables;
 import reactor.core.publisher.BaseSubscriber;
@@ -136,7 +138,7 @@ public final class BatchLanes<I, O> implements Disposable {
           if (owner.lane != null) {
             claimed = owner.lane;
           } else {
-            owner.waiting.add(pending);
+            Objects.requireNonNull(owner.waiting).add(pending);
             unclaimed++;
           }
         }
@@ -215,9 +217,9 @@ public final class BatchLanes<I, O> implements Disposable {
   /** A key with items in the lanes. Guarded by {@link #claims}. */
   private final class Owner {
     /** The lane that claimed the key, or null while its items wait in the shared queue. */
-    Lane lane;
+    @Nullable Lane lane;
     /** Its items in the shared queue, in order, until a lane claims it; then null. */
-    ArrayDeque<LaneItem<I, O>> waiting = new ArrayDeque<>();
+    @Nullable ArrayDeque<LaneItem<I, O>> waiting = new ArrayDeque<>();
     /** Its items anywhere in the lanes. */
     int items;
   }
@@ -242,7 +244,7 @@ public final class BatchLanes<I, O> implements Disposable {
     private Map<I, LaneItem<I, O>> current = new IdentityHashMap<>();
     private final Set<Disposable> offLane = Collections.newSetFromMap(new IdentityHashMap<>());
     private boolean running;
-    private Disposable currentBatch;
+    private @Nullable Disposable currentBatch;
     /** When this lane's items began to wait for a batch in flight to commit ({@link GroupCommit}); 0 while they do not. */
     private long waitingSince;
     private boolean timerArmed;
@@ -356,7 +358,7 @@ public final class BatchLanes<I, O> implements Disposable {
             owner.lane = this;
             ArrayDeque<LaneItem<I, O>> waiting = owner.waiting;
             owner.waiting = null;
-            unclaimed -= waiting.size();
+            unclaimed -= Objects.requireNonNull(waiting).size();
             while (!waiting.isEmpty() && batch.size() < maxBatch) {
               batch.add(waiting.poll());
             }
@@ -479,7 +481,7 @@ public final class BatchLanes<I, O> implements Disposable {
           continue;
         }
         Owner owner = owners.get(p.key);
-        if (owner == null || (owner.lane == this ? owner.items != queued.get(p.key) : owner.lane != null)) {
+        if (owner == null || (owner.lane == this ? owner.items != Objects.requireNonNull(queued.get(p.key)) : owner.lane != null)) {
           continue;
         }
         it.remove();
@@ -488,7 +490,7 @@ public final class BatchLanes<I, O> implements Disposable {
           owner.waiting = new ArrayDeque<>();
           shared.add(p);
         }
-        owner.waiting.add(p);
+        Objects.requireNonNull(owner.waiting).add(p);
         unclaimed++;
         freed = true;
       }
@@ -496,7 +498,7 @@ public final class BatchLanes<I, O> implements Disposable {
     }
 
     /** The next item of the lane's queue whose key is not held back (those go to their key's held items); null when none. */
-    private LaneItem<I, O> nextOwn() {
+    private @Nullable LaneItem<I, O> nextOwn() {
       for (LaneItem<I, O> p; (p = queue.poll()) != null; ) {
         ArrayDeque<LaneItem<I, O>> waiting = p.key == null ? null : held.get(p.key);
         if (waiting == null) {
@@ -515,7 +517,7 @@ public final class BatchLanes<I, O> implements Disposable {
         ArrayDeque<LaneItem<I, O>> waiting = p == null || p.key == null ? null : held.get(p.key);
         if (waiting != null) {
           current.remove(item);
-          waiting.add(p);
+          waiting.add(Objects.requireNonNull(p));
         } else {
           admitted.add(item);
         }

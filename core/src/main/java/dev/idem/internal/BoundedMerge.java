@@ -6,6 +6,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
+import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Subscription;
 import reactor.core.publisher.BaseSubscriber;
 import reactor.core.publisher.Flux;
@@ -72,7 +73,7 @@ public final class BoundedMerge {
     /** Demand not yet passed to the stream; passed on by one thread at a time (Reactive Streams rule 2.7). */
     private final AtomicLong toRequest = new AtomicLong();
     private final AtomicInteger requesting = new AtomicInteger();
-    private FluxSink<O> sink;
+    private @Nullable FluxSink<O> sink;
 
     Merge(Function<? super I, Mono<O>> step, int limit) {
       this.step = step;
@@ -121,7 +122,7 @@ public final class BoundedMerge {
         work = Objects.requireNonNull(step.apply(item), "the step returned null");
       } catch (Throwable error) {
         cancel();
-        sink.error(error);
+        Objects.requireNonNull(sink).error(error);
         return;
       }
       active.incrementAndGet();
@@ -142,7 +143,7 @@ public final class BoundedMerge {
 
     @Override
     protected void hookOnError(Throwable error) {
-      sink.error(error);
+      Objects.requireNonNull(sink).error(error);
     }
 
     @Override
@@ -152,7 +153,7 @@ public final class BoundedMerge {
 
     private void done() {
       if (active.decrementAndGet() == 0) {
-        sink.complete();
+        Objects.requireNonNull(sink).complete();
       }
     }
 
@@ -163,7 +164,7 @@ public final class BoundedMerge {
       @Override
       protected void hookOnNext(O value) {
         emitted = true;
-        sink.next(value);
+        Objects.requireNonNull(sink).next(value);
       }
 
       @Override
@@ -178,7 +179,7 @@ public final class BoundedMerge {
       @Override
       protected void hookOnError(Throwable error) {
         running.remove(this);
-        sink.error(error);
+        Objects.requireNonNull(sink).error(error);
       }
     }
   }

@@ -1,7 +1,9 @@
 package dev.idem.internal;
 
+import java.util.Objects;
 import java.util.function.Consumer;
 import java.util.function.Function;
+import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Publisher;
 import org.reactivestreams.Subscription;
 import reactor.core.CoreSubscriber;
@@ -100,7 +102,7 @@ public final class DriverBoundary {
 
   private static final class Guard<T> implements CoreSubscriber<T>, Subscription {
     private final CoreSubscriber<? super T> actual;
-    private Subscription upstream;
+    private @Nullable Subscription upstream;
     private volatile boolean escalated;
 
     Guard(CoreSubscriber<? super T> actual) {
@@ -160,12 +162,12 @@ public final class DriverBoundary {
 
     @Override
     public void request(long n) {
-      upstream.request(n);
+      Objects.requireNonNull(upstream).request(n);
     }
 
     @Override
     public void cancel() {
-      upstream.cancel();
+      Objects.requireNonNull(upstream).cancel();
     }
 
     private void escalate(Error error) {
@@ -174,7 +176,7 @@ public final class DriverBoundary {
         throw error;
       }
       escalated = true;
-      upstream.cancel();
+      Objects.requireNonNull(upstream).cancel();
       reporter.accept(error);
     }
   }

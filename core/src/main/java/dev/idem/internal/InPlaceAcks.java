@@ -2,6 +2,8 @@ package dev.idem.internal;
 
 import dev.idem.AbstractDelivery;
 import dev.idem.Delivery;
+import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The pipeline's way to {@link AbstractDelivery}'s acknowledgement in place, which is not API:
@@ -30,7 +32,7 @@ public final class InPlaceAcks {
     boolean ackInPlace(AbstractDelivery<?> delivery);
   }
 
-  private static volatile Access access;
+  private static volatile @Nullable Access access;
 
   private InPlaceAcks() {
   }
@@ -58,7 +60,7 @@ public final class InPlaceAcks {
    * @return {@code true} for an {@link AbstractDelivery} whose adapter acknowledges in place
    */
   public static boolean acksInPlace(Delivery<?> delivery) {
-    return delivery instanceof AbstractDelivery<?> adapted && access.acksInPlace(adapted);
+    return delivery instanceof AbstractDelivery<?> adapted && Objects.requireNonNull(access).acksInPlace(adapted);
   }
 
   /**
@@ -69,6 +71,6 @@ public final class InPlaceAcks {
    *     settlement started first
    */
   public static boolean ackInPlace(AbstractDelivery<?> delivery) {
-    return access.ackInPlace(delivery);
+    return Objects.requireNonNull(access).ackInPlace(delivery);
   }
 }

@@ -1,5 +1,7 @@
 package dev.idem.internal;
 
+import org.jspecify.annotations.Nullable;
+
 /** Which errors no component may swallow: they end the stream so the application can restart. */
 public final class JvmErrors {
 
@@ -27,7 +29,7 @@ public final class JvmErrors {
    * @param error the error
    * @return the JVM error, or {@code null} when there is none
    */
-  public static Error fatalIn(Throwable error) {
+  public static @Nullable Error fatalIn(Throwable error) {
     for (Throwable t = error; t != null; t = t.getCause() == t ? null : t.getCause()) {
       if (t instanceof VirtualMachineError || t instanceof LinkageError) {
         return (Error) t;

@@ -2,6 +2,7 @@ package dev.idem.internal;
 
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
+import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.MonoSink;
 
 /**
@@ -14,7 +15,7 @@ import reactor.core.publisher.MonoSink;
 final class LaneItem<I, O> {
   final I item;
   /** The item's key, counted by the lanes until it ends; null for none. */
-  String key;
+  @Nullable String key;
   final MonoSink<O> sink;
   /** Its place in the arrival order. */
   long seq;
@@ -22,7 +23,7 @@ final class LaneItem<I, O> {
   private final Consumer<I> abandoned;
   private final AtomicBoolean done = new AtomicBoolean();
 
-  LaneItem(I item, String key, MonoSink<O> sink, Consumer<String> releaseKey, Consumer<I> abandoned) {
+  LaneItem(I item, @Nullable String key, MonoSink<O> sink, Consumer<String> releaseKey, Consumer<I> abandoned) {
     this.item = item;
     this.key = key;
     this.sink = sink;

@@ -1,5 +1,8 @@
 package dev.idem.internal;
 
+import java.util.Objects;
+import org.jspecify.annotations.Nullable;
+
 /**
  * Keeps log lines and exception messages bounded: texts, errors and ids come from producers and
  * user code and can be arbitrarily long, so each is cut before it reaches a log line, with how
@@ -21,7 +24,7 @@ public final class LogText {
    * @param text the text, may be {@code null}
    * @return the text, or its start followed by how much was cut
    */
-  public static String cut(String text) {
+  public static @Nullable String cut(@Nullable String text) {
     return cut(text, MAX_TEXT);
   }
 
@@ -31,7 +34,7 @@ public final class LogText {
    * @param id the id, may be {@code null}
    * @return the id, or its start followed by how much was cut
    */
-  public static String cutId(String id) {
+  public static @Nullable String cutId(@Nullable String id) {
     return cut(id, MAX_ID);
   }
 
@@ -41,8 +44,8 @@ public final class LogText {
    * @param id the id, may be {@code null}
    * @return the id cut to {@link #MAX_ID} characters, or {@code "<none>"} for {@code null}
    */
-  public static String id(String id) {
-    return id == null ? "<none>" : cutId(id);
+  public static String id(@Nullable String id) {
+    return id == null ? "<none>" : Objects.requireNonNull(cutId(id));
   }
 
   /**
@@ -52,7 +55,7 @@ public final class LogText {
    * @return its {@code toString()} cut to {@link #MAX_TEXT} characters; {@code null} for
    *     {@code null}; the class name and what went wrong when its {@code toString()} throws
    */
-  public static String error(Throwable error) {
+  public static @Nullable String error(@Nullable Throwable error) {
     if (error == null) {
       return null;
     }
@@ -72,17 +75,17 @@ public final class LogText {
    * @return its {@code toString()} cut to {@link #MAX_TEXT} characters; its class name when its
    *     {@code toString()} throws
    */
-  public static String describe(Object value) {
+  public static String describe(@Nullable Object value) {
     String text;
     try {
       text = String.valueOf(value);
     } catch (RuntimeException e) {
-      text = value.getClass().getName();
+      text = Objects.requireNonNull(value).getClass().getName();
     }
-    return cut(text);
+    return Objects.requireNonNull(cut(text));
   }
 
-  private static String cut(String text, int max) {
+  private static @Nullable String cut(@Nullable String text, int max) {
     if (text == null || text.length() <= max) {
       return text;
     }

@@ -10,8 +10,10 @@ import java.util.Collections;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.function.Function;
 import java.util.function.Supplier;
+import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.SignalType;
@@ -151,7 +153,7 @@ public final class MessageObservations {
     });
   }
 
-  private static Observation ofBatch(ContextView context, Delivery<?> delivery) {
+  private static @Nullable Observation ofBatch(ContextView context, Delivery<?> delivery) {
     Object batch = context.getOrDefault(BATCH, null);
     return batch instanceof Map<?, ?> observations && observations.get(delivery) instanceof Observation o ? o : null;
   }
@@ -231,7 +233,7 @@ public final class MessageObservations {
     }
   }
 
-  private static String header(Delivery<?> carrier, String key) {
+  private static @Nullable String header(Delivery<?> carrier, String key) {
     try {
       Map<String, String> headers = carrier.headers();
       return headers == null ? null : headers.get(key);
@@ -243,7 +245,7 @@ public final class MessageObservations {
   private static String idOf(Delivery<?> delivery) {
     try {
       String id = delivery.id();
-      return id == null ? "" : LogText.cutId(id);
+      return id == null ? "" : Objects.requireNonNull(LogText.cutId(id));
     } catch (RuntimeException e) {
       return "<invalid>";
     }

@@ -5,9 +5,11 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Objects;
 import java.util.Set;
 import java.util.function.Consumer;
 import java.util.function.Function;
+import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Publisher;
 import org.reactivestreams.Subscription;
 import org.slf4j.Logger;
@@ -39,7 +41,7 @@ public final class StopControl {
   private final Consumer<Object> notStarted;
   private final Consumer<StopControl> detach;
   /** The gate of the stream; it ends the stream's input at the stop. */
-  private volatile Gate<?> gate;
+  private volatile @Nullable Gate<?> gate;
   /** Emitted when the grace period ran out: the stream completes then, drained or not. */
   private final Sinks.Empty<Void> graceOver = Sinks.empty();
   private final Sinks.One<ShutdownReport> report = Sinks.one();
@@ -56,7 +58,7 @@ public final class StopControl {
   private int abandonedAfterStop;
   private boolean graceExpired;
   private boolean terminated;
-  private reactor.core.Disposable graceTimer;
+  private reactor.core.@Nullable Disposable graceTimer;
 
   /**
    * @param consumer the consumer name, for the log
@@ -313,7 +315,7 @@ public final class StopControl {
     graceOver.tryEmitEmpty();
   }
 
-  private synchronized Flight tryStart(int messages) {
+  private synchronized @Nullable Flight tryStart(int messages) {
     if (stopping) {
       return null;
     }
@@ -422,7 +424,7 @@ public final class StopControl {
   private final class Gate<D> implements CoreSubscriber<D>, Subscription {
     private final CoreSubscriber<? super D> actual;
     private final java.util.concurrent.atomic.AtomicBoolean ended = new java.util.concurrent.atomic.AtomicBoolean();
-    private volatile Subscription upstream;
+    private volatile @Nullable Subscription upstream;
 
     Gate(CoreSubscriber<? super D> actual) {
       this.actual = reactor.core.publisher.Operators.serialize(actual);
@@ -488,13 +490,13 @@ public final class StopControl {
     @Override
     public void request(long n) {
       if (!stopping) {
-        upstream.request(n);
+        Objects.requireNonNull(upstream).request(n);
       }
     }
 
     @Override
     public void cancel() {
-      upstream.cancel();
+      Objects.requireNonNull(upstream).cancel();
     }
   }
 }

@@ -3,6 +3,7 @@ package dev.idem.internal;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
+import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.MonoSink;
 
@@ -104,7 +105,7 @@ public final class TransactionGate {
   private static final class Waiter {
     final boolean alone;
     State state = State.NEW;
-    MonoSink<Void> sink;
+    @Nullable MonoSink<Void> sink;
 
     Waiter(boolean alone) {
       this.alone = alone;

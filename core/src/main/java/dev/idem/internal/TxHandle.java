@@ -3,6 +3,7 @@ package dev.idem.internal;
 import dev.idem.MessageMetadata;
 import dev.idem.Tx;
 import io.r2dbc.spi.Connection;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The {@link Tx} given to handlers: a connection in a transaction plus the message's identity and
@@ -13,7 +14,7 @@ import io.r2dbc.spi.Connection;
  * @param consumer the consumer name
  * @param metadata the message's metadata, or {@code null} when unknown ({@link #metadata()} then throws)
  */
-public record TxHandle(Connection connection, String messageId, String consumer, MessageMetadata metadata) implements Tx {
+public record TxHandle(Connection connection, String messageId, String consumer, @Nullable MessageMetadata metadata) implements Tx {
 
   /**
    * A handle without metadata.

@@ -155,7 +155,7 @@ public final class MicrometerConsumerMetrics implements ConsumerMetrics {
 
   @Override
   public void settled(Outcome<?> outcome) {
-    outcomes.get(outcome.status()).increment();
+    Objects.requireNonNull(outcomes.get(outcome.status())).increment();
     forget(outcome.delivery());
   }
 

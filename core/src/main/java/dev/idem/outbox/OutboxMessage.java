@@ -5,6 +5,7 @@ import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 
 /**
  * An outbox row as the {@link OutboxRelay} hands it to an {@link OutboxPublisher}: what to send
@@ -20,7 +21,7 @@ public final class OutboxMessage {
   private final long seq;
   private final String id;
   private final String destination;
-  private final String key;
+  private final @Nullable String key;
   private final byte[] payload;
   private final Map<String, String> headers;
   private final int attempt;
@@ -38,7 +39,7 @@ public final class OutboxMessage {
    * @param attempt which attempt this is, from 1
    * @param createdAt when the row was written
    */
-  public OutboxMessage(long seq, String id, String destination, String key, byte[] payload, Map<String, String> headers,
+  public OutboxMessage(long seq, String id, String destination, @Nullable String key, byte[] payload, Map<String, String> headers,
       int attempt, Instant createdAt) {
     this.seq = seq;
     this.id = Objects.requireNonNull(id, "id");
@@ -82,7 +83,7 @@ public final class OutboxMessage {
    *
    * @return the key, or {@code null}
    */
-  public String key() {
+  public @Nullable String key() {
     return key;
   }
 

@@ -1,6 +1,7 @@
 package dev.idem.outbox;
 
 import java.util.List;
+import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
@@ -52,7 +53,7 @@ public interface OutboxPublisher {
    * @param message the message
    * @param error why it failed, or {@code null} when the destination confirmed it
    */
-  record Result(OutboxMessage message, Throwable error) {
+  record Result(OutboxMessage message, @Nullable Throwable error) {
 
     /**
      * A confirmed message.

@@ -5,6 +5,7 @@ import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A message to write to the outbox in the handler's transaction, for the {@link OutboxRelay} to
@@ -30,15 +31,15 @@ public final class OutboxRecord {
   public static final int MAX_ID_LENGTH = 255;
 
   private final String destination;
-  private final String key;
+  private final @Nullable String key;
   private final byte[] payload;
   private final Map<String, String> headers;
-  private final String id;
+  private final @Nullable String id;
 
   private OutboxRecord(Builder b) {
     this.destination = b.destination;
     this.key = b.key;
-    this.payload = b.payload.clone();
+    this.payload = Objects.requireNonNull(b.payload).clone();
     this.headers = Collections.unmodifiableMap(new LinkedHashMap<>(b.headers));
     this.id = b.id;
   }
@@ -68,7 +69,7 @@ public final class OutboxRecord {
    *
    * @return the key, or {@code null} for none (rows without a key are not ordered)
    */
-  public String key() {
+  public @Nullable String key() {
     return key;
   }
 
@@ -95,7 +96,7 @@ public final class OutboxRecord {
    *
    * @return the id, or {@code null} when the outbox assigns a random UUID
    */
-  public String id() {
+  public @Nullable String id() {
     return id;
   }
 
@@ -105,7 +106,7 @@ public final class OutboxRecord {
         + headers.keySet() + (id == null ? "" : ", id=" + id) + "]";
   }
 
-  private static String requireText(String name, String value) {
+  private static String requireText(String name, @Nullable String value) {
     if (value == null || value.isBlank()) {
       throw new IllegalArgumentException(name + " must not be blank, was: " + (value == null ? "null" : "'" + value + "'"));
     }
@@ -122,10 +123,10 @@ public final class OutboxRecord {
   /** Builds an {@link OutboxRecord}; every setter checks its argument and names it in the error. */
   public static final class Builder {
     private final String destination;
-    private String key;
-    private byte[] payload;
+    private @Nullable String key;
+    private byte @Nullable [] payload;
     private final Map<String, String> headers = new LinkedHashMap<>();
-    private String id;
+    private @Nullable String id;
 
     private Builder(String destination) {
       this.destination = destination;
@@ -138,7 +139,7 @@ public final class OutboxRecord {
      * @param key not blank, no NUL character; {@code null} for none
      * @return this builder
      */
-    public Builder key(String key) {
+    public Builder key(@Nullable String key) {
       this.key = key == null ? null : requireText("key", key);
       return this;
     }

@@ -20,6 +20,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.stream.IntStream;
+import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Publisher;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -209,7 +210,7 @@ public final class OutboxRelay {
   }
 
   /** The poll interval, or less when a retry is due sooner. */
-  private Duration waitAtMost(Instant nextDue) {
+  private Duration waitAtMost(@Nullable Instant nextDue) {
     if (nextDue == null) {
       return pollInterval;
     }
@@ -321,7 +322,7 @@ public final class OutboxRelay {
   public static final class Builder {
     private final PostgresOutbox outbox;
     private final OutboxPublisher publisher;
-    private String name;
+    private @Nullable String name;
     private RelayOrdering ordering = DEFAULT_ORDERING;
     private int batchSize = DEFAULT_BATCH_SIZE;
     private int workers = DEFAULT_WORKERS;

@@ -1,6 +1,7 @@
 package dev.idem.outbox;
 
 import java.time.Instant;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A parked outbox row: the relay gave up on it after its attempt limit. It stays in the table,
@@ -16,5 +17,5 @@ import java.time.Instant;
  * @param createdAt when the row was written
  * @param parkedAt when it was parked
  */
-public record ParkedMessage(long seq, String messageId, String destination, String key, int attempts, String lastError,
+public record ParkedMessage(long seq, String messageId, String destination, @Nullable String key, int attempts, String lastError,
     Instant createdAt, Instant parkedAt) {}

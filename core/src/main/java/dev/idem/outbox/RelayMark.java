@@ -9,6 +9,8 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Flux;
@@ -52,7 +54,7 @@ final class RelayMark {
   }
 
   /** The outcome of one committed round. */
-  record Round(List<OutboxMessage> sent, int claimed, Instant nextDue, boolean full) {}
+  record Round(List<OutboxMessage> sent, int claimed, @Nullable Instant nextDue, boolean full) {}
 
   /** A failed publish attempt. */
   record Failure(OutboxMessage message, Throwable error, boolean parked) {}
@@ -72,7 +74,7 @@ final class RelayMark {
       failures.add(new Failure(message, error, message.attempt() >= maxAttempts));
       Duration delay = Backoff.jittered(firstBackoff, maxBackoff, message.attempt() - 1);
       failedSeqs.add(message.seq());
-      failedErrors.add(LogText.cut(describe(error)).replace('\0', ' '));
+      failedErrors.add(Objects.requireNonNull(LogText.cut(describe(error))).replace('\0', ' '));
       delays.add(delay.toMillis() / 1000.0);
       Instant due = Instant.now().plus(delay);
       if (message.attempt() < maxAttempts && (nextDue == null || due.isBefore(nextDue))) {

@@ -5,4 +5,7 @@
  * through an {@link dev.idem.outbox.OutboxPublisher}, at least once, each with a stable id that
  * downstream consumers deduplicate on.
  */
+@NullMarked
 package dev.idem.outbox;
+
+import org.jspecify.annotations.NullMarked;

@@ -15,10 +15,12 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Flux;
@@ -152,7 +154,7 @@ final class BatchPath<T> {
                   name, run.size(), transactionTimeout.toMillis(),
                   split.index >= 0 ? "the handler of message '" + Settlement.idForLogs(run.get(split.index)) + "' ran" : "the batch handler ran",
                   split.index >= 0 ? "it" : "the message that hangs (found by halving the batch)");
-            } else if (FailureKinds.serverTimeoutOfEffect(split.getCause()) != null) {
+            } else if (FailureKinds.serverTimeoutOfEffect(Objects.requireNonNull(split.getCause())) != null) {
               logServerTimeout(run, split);
             }
             return split(run, split, lane, run.size() == 1 ? attempts : null);
@@ -214,8 +216,9 @@ final class BatchPath<T> {
    * batch handler's batch (a per-message handler's batch of one is named by its retries' log).
    */
   private void logServerTimeout(List<Delivery<T>> run, BatchSplit split) {
-    String state = FailureKinds.serverTimeoutOfEffect(split.getCause());
-    String error = LogText.cut(String.valueOf(FailureKinds.cause(split.getCause()).getMessage()));
+    Throwable cause = Objects.requireNonNull(split.getCause());
+    String state = FailureKinds.serverTimeoutOfEffect(cause);
+    String error = LogText.cut(String.valueOf(FailureKinds.cause(cause).getMessage()));
     if (run.size() > 1) {
       log.warn("Consumer '{}': the server stopped a statement of {} in a batch of {} messages (SQLSTATE {}: {}); "
           + "the batch is split: the others commit without {}, which is retried on its own",
@@ -232,7 +235,7 @@ final class BatchPath<T> {
    * be retried or dead-lettered alone, and the lane goes on with the messages after it.
    */
   private Flux<Outcome<T>> split(List<Delivery<T>> run, BatchSplit split, LaneControl<Delivery<T>, Outcome<T>> lane,
-      RetryDecision alone) {
+      @Nullable RetryDecision alone) {
     int failing = run.size() == 1 ? 0 : split.index;
     if (failing >= 0 && failing < run.size()) {
       Delivery<T> bad = run.get(failing);

@@ -24,11 +24,13 @@ import java.util.Collections;
 import java.util.HashSet;
 import java.util.IdentityHashMap;
 import java.util.List;
+import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BiFunction;
+import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
@@ -45,7 +47,7 @@ final class BatchTransaction<T> {
 
   private final String name;
   private final PostgresInbox inbox;
-  private final BatchHandler<T> batchHandler;
+  private final @Nullable BatchHandler<T> batchHandler;
   private final TransactionRunner transactions;
   private final ConsumerMetrics metrics;
   private final Duration transactionTimeout;
@@ -160,7 +162,7 @@ final class BatchTransaction<T> {
    * {@link EffectTimeout#UNKNOWN} while a batch handler runs for several.
    */
   private Mono<Void> applyEffects(List<Delivery<T>> run, Set<Delivery<T>> fresh, Connection connection, AtomicInteger effectAt,
-      SlowEffectWatch watch) {
+      @Nullable SlowEffectWatch watch) {
     if (fresh.isEmpty()) {
       return Mono.empty();
     }
@@ -170,7 +172,7 @@ final class BatchTransaction<T> {
       for (int i = 0; i < run.size(); i++) {
         Delivery<T> d = run.get(i);
         if (fresh.contains(d)) {
-          items.add(new BatchItem<>(d.id(), d.payload(), d));
+          items.add(new BatchItem<>(Objects.requireNonNull(d.id()), Objects.requireNonNull(d.payload()), d));
           only = i;
         }
       }
@@ -196,7 +198,7 @@ final class BatchTransaction<T> {
             watch.started(i);
           }
           return observations.asCurrent(run.get(i),
-              effects.runHandler(run.get(i), new TxHandle(connection, run.get(i).id(), name, MessageMetadata.of(run.get(i))), i));
+              effects.runHandler(run.get(i), new TxHandle(connection, Objects.requireNonNull(run.get(i).id()), name, MessageMetadata.of(run.get(i))), i));
         })
         .then();
   }

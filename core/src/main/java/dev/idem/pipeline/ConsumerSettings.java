@@ -10,6 +10,7 @@ import dev.idem.TransactionRunner;
 import dev.idem.internal.MessageObservations;
 import dev.idem.postgres.PostgresInbox;
 import java.time.Duration;
+import org.jspecify.annotations.Nullable;
 
 /**
  * What the stages of one consumer's pipeline read: the settings its {@code IdempotentConsumer.Builder}
@@ -39,8 +40,8 @@ import java.time.Duration;
 public record ConsumerSettings<T>(
     String name,
     PostgresInbox inbox,
-    Handler<T> handler,
-    BatchHandler<T> batchHandler,
+    @Nullable Handler<T> handler,
+    @Nullable BatchHandler<T> batchHandler,
     TransactionRunner transactions,
     RetryPolicy retryPolicy,
     ErrorClassifier classifier,

@@ -12,6 +12,7 @@ import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Mono;
@@ -138,7 +139,7 @@ final class DeadlockRecovery {
     return false;
   }
 
-  private static String keyOf(Delivery<?> delivery) {
+  private static @Nullable String keyOf(Delivery<?> delivery) {
     try {
       return delivery.orderingKey();
     } catch (RuntimeException e) {

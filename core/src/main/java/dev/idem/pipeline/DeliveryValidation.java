@@ -3,6 +3,7 @@ package dev.idem.pipeline;
 import dev.idem.DeadLetter;
 import dev.idem.DeadLetterReason;
 import dev.idem.Delivery;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The first stage a delivery meets: bad input (a missing, over-long or malformed id, a missing
@@ -20,7 +21,7 @@ final class DeliveryValidation {
   }
 
   /** Why the delivery is dead-lettered at once, or {@code null} when it is processable. */
-  DeadLetter validate(Delivery<?> delivery) {
+  @Nullable DeadLetter validate(Delivery<?> delivery) {
     try {
       return check(delivery);
     } catch (RuntimeException | AssertionError | StackOverflowError e) {
@@ -30,7 +31,7 @@ final class DeliveryValidation {
     }
   }
 
-  private DeadLetter check(Delivery<?> delivery) {
+  private @Nullable DeadLetter check(Delivery<?> delivery) {
     String id = delivery.id();
     if (id == null || id.isBlank()) {
       return DeadLetter.rejected(DeadLetterReason.MISSING_ID, id == null ? "id is null" : "id is blank", name);

@@ -12,6 +12,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.function.BiFunction;
 import java.util.function.Function;
+import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
@@ -86,7 +87,7 @@ final class Dispatch<T> {
     }
   }
 
-  private String laneKey(Delivery<T> delivery) {
+  private @Nullable String laneKey(Delivery<T> delivery) {
     try {
       return ordering == Ordering.BY_KEY ? delivery.orderingKey() : delivery.partition();
     } catch (RuntimeException e) {

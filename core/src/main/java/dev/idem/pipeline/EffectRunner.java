@@ -11,6 +11,7 @@ import dev.idem.internal.TxHandle;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.function.Supplier;
+import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Publisher;
 import org.reactivestreams.Subscription;
 import reactor.core.CoreSubscriber;
@@ -28,7 +29,7 @@ import reactor.util.context.Context;
  */
 final class EffectRunner<T> {
 
-  private final Handler<T> handler;
+  private final @Nullable Handler<T> handler;
   private final ConsumerMetrics metrics;
 
   EffectRunner(ConsumerSettings<T> settings) {
@@ -39,7 +40,7 @@ final class EffectRunner<T> {
   /** The per-message effect; errors carry the message's index in its run. */
   Mono<Boolean> runHandler(Delivery<T> delivery, TxHandle tx, int index) {
     long start = System.nanoTime();
-    return guardedEffect(() -> handler.handle(delivery.payload(), tx), index)
+    return guardedEffect(() -> Objects.requireNonNull(handler).handle(Objects.requireNonNull(delivery.payload()), tx), index)
         .doOnSuccess(ignored -> metrics.handler(delivery, Duration.ofNanos(System.nanoTime() - start)))
         .thenReturn(true);
   }
@@ -71,7 +72,7 @@ final class EffectRunner<T> {
   private static final class EffectSubscriber implements CoreSubscriber<Object> {
     private final MonoSink<Void> sink;
     private final int index;
-    private volatile Subscription subscription;
+    private volatile @Nullable Subscription subscription;
 
     EffectSubscriber(MonoSink<Void> sink, int index) {
       this.sink = sink;

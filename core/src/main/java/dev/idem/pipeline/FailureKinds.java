@@ -7,7 +7,9 @@ import dev.idem.ErrorKind;
 import dev.idem.pipeline.PipelineFailures.CommitRejected;
 import dev.idem.pipeline.PipelineFailures.HandlerFailure;
 import dev.idem.internal.JvmErrors;
+import java.util.Objects;
 import java.util.concurrent.atomic.AtomicLong;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Classifies the failure that ended an attempt by its origin, and says what a failure means for
@@ -54,7 +56,7 @@ final class FailureKinds {
    */
   ErrorKind kindOf(Throwable error) {
     if (error instanceof HandlerFailure || error instanceof CommitRejected) {
-      return classify(error.getCause());
+      return classify(Objects.requireNonNull(error.getCause()));
     }
     ErrorKind kind = classify(error);
     return kind == ErrorKind.RETRYABLE || kind == ErrorKind.CONTENTION ? ErrorKind.INFRASTRUCTURE : kind;
@@ -73,7 +75,7 @@ final class FailureKinds {
    * around it instead of retrying as a unit. The same codes in BEGIN, the dedup insert or COMMIT
    * are not the handler's and stay the database's.
    */
-  static String serverTimeoutOfEffect(Throwable error) {
+  static @Nullable String serverTimeoutOfEffect(Throwable error) {
     if (!(error instanceof HandlerFailure)) {
       return null;
     }
@@ -96,7 +98,7 @@ final class FailureKinds {
   }
 
   static Throwable cause(Throwable error) {
-    return error instanceof HandlerFailure || error instanceof CommitRejected ? error.getCause() : error;
+    return error instanceof HandlerFailure || error instanceof CommitRejected ? Objects.requireNonNull(error.getCause()) : error;
   }
 
   DeadLetter deadLetterFor(Throwable error, int attempts) {

@@ -9,6 +9,7 @@ import dev.idem.internal.LogText;
 import dev.idem.internal.MessageObservations;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Mono;
@@ -68,7 +69,7 @@ final class MessagePath<T> {
    * batch attempt counts as an attempt but not as a failure ({@code alone} as for
    * {@link #handleAfterBatchFailure}).
    */
-  Mono<Outcome<T>> handleDetached(Delivery<T> delivery, RetryDecision alone) {
+  Mono<Outcome<T>> handleDetached(Delivery<T> delivery, @Nullable RetryDecision alone) {
     return Mono.defer(() -> {
       RetryDecision attempts = alone != null ? alone : new RetryDecision(settings, kinds, delivery);
       if (alone == null) {
@@ -83,7 +84,7 @@ final class MessagePath<T> {
    * When the batch was this message alone, its attempts so far are its own and carry on
    * ({@code alone}), so that a batch of one counts attempts as a message without batching does.
    */
-  Mono<Outcome<T>> handleAfterBatchFailure(Delivery<T> delivery, Throwable batchFailure, RetryDecision alone) {
+  Mono<Outcome<T>> handleAfterBatchFailure(Delivery<T> delivery, Throwable batchFailure, @Nullable RetryDecision alone) {
     return Mono.defer(() -> {
       RetryDecision attempts = alone != null ? alone : new RetryDecision(settings, kinds, delivery);
       if (alone == null) {

@@ -1,5 +1,7 @@
 package dev.idem.pipeline;
 
+import java.util.Objects;
+
 /**
  * The markers a failure carries through the pipeline so that its origin is told apart (see
  * {@link FailureKinds}): the handler's own error, a COMMIT the database refused after the
@@ -45,7 +47,7 @@ final class PipelineFailures {
 
     /** What the isolated message's own retries start from: a timeout as such, as in per-message mode. */
     Throwable failure() {
-      return getCause() instanceof EffectTimeout timeout ? timeout.getCause() : getCause();
+      return Objects.requireNonNull(getCause() instanceof EffectTimeout timeout ? timeout.getCause() : getCause());
     }
   }
 

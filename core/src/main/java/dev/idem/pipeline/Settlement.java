@@ -8,6 +8,7 @@ import dev.idem.Outcome;
 import dev.idem.internal.InPlaceAcks;
 import dev.idem.internal.LogText;
 import java.util.List;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Mono;
@@ -102,7 +103,7 @@ final class Settlement {
   }
 
   /** The delivery's id, cut for a log line; never throws, for a delivery that cannot say its id. */
-  static String idForLogs(Delivery<?> delivery) {
+  static @Nullable String idForLogs(Delivery<?> delivery) {
     try {
       return LogText.cutId(delivery.id());
     } catch (RuntimeException | AssertionError | StackOverflowError e) {

@@ -4,6 +4,7 @@ import dev.idem.pipeline.PipelineFailures.SlowEffect;
 import java.time.Duration;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
+import org.jspecify.annotations.Nullable;
 import reactor.core.Disposable;
 import reactor.core.publisher.Mono;
 import reactor.core.publisher.Sinks;
@@ -27,7 +28,7 @@ final class SlowEffectWatch {
   private volatile boolean finished;
   private volatile int slowIndex = NONE;
   private volatile long slowFor;
-  private Disposable timer;
+  private @Nullable Disposable timer;
 
   SlowEffectWatch(Duration threshold) {
     this.thresholdNanos = threshold.toNanos();

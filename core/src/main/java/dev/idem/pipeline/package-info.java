@@ -5,4 +5,7 @@
  * {@link dev.idem.IdempotentConsumer}. The stages read the API's types and the {@code internal}
  * machinery, never the facade.
  */
+@NullMarked
 package dev.idem.pipeline;
+
+import org.jspecify.annotations.NullMarked;

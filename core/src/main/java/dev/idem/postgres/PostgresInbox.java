@@ -15,6 +15,7 @@ import java.util.Objects;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
+import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
 
@@ -74,10 +75,10 @@ public final class PostgresInbox {
   private final String insertPipelinedSql;
   private final String insertManySql;
   private final String insertManyPipelinedSql;
-  private final RotatingLayout layout;
+  private final @Nullable RotatingLayout layout;
   private final ReplicationCheck replicationCheck;
 
-  private PostgresInbox(ConnectionFactory connectionFactory, String table, RotatingLayout layout) {
+  private PostgresInbox(ConnectionFactory connectionFactory, String table, @Nullable RotatingLayout layout) {
     this.connectionFactory = Objects.requireNonNull(connectionFactory, "connectionFactory");
     this.table = Identifiers.requireRoomForDerivedNames("table", Identifiers.requireSqlIdentifier("table", table), derivedSuffixes(layout));
     this.layout = layout;
@@ -100,7 +101,7 @@ public final class PostgresInbox {
   }
 
   /** What the schema appends to the unqualified table name: index, function, partition and layout names. */
-  private static List<String> derivedSuffixes(RotatingLayout layout) {
+  private static List<String> derivedSuffixes(@Nullable RotatingLayout layout) {
     if (layout == null) {
       return Templates.PLAIN_SUFFIXES;
     }
@@ -166,7 +167,7 @@ public final class PostgresInbox {
    *
    * @return the layout, or {@code null} for the plain table
    */
-  public RotatingLayout rotatingLayout() {
+  public @Nullable RotatingLayout rotatingLayout() {
     return layout;
   }
 
@@ -402,6 +403,7 @@ public final class PostgresInbox {
 
   /** The database's layout row must be the configured one: a changed period or slot count would mix slots. */
   private Mono<Void> checkLayout(Connection connection) {
+    RotatingLayout layout = Objects.requireNonNull(this.layout); // called only for a rotating inbox
     return Flux.from(connection.createStatement("SELECT period_ms, slots FROM " + table + "_layout").execute())
         .concatMap(result -> result.map(row -> new long[] {row.get(0, Long.class), row.get(1, Integer.class)}))
         .next()

@@ -2,6 +2,7 @@ package dev.idem.retention;
 
 import java.time.Duration;
 import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
 
 /**
@@ -40,7 +41,7 @@ public interface RedeliveryHorizon {
    * @param source what it was read from, for messages, e.g.
    *     {@code topic 'payments' retention.ms=604800000 + segment.ms=604800000}
    */
-  record Horizon(Kind kind, Duration duration, String source) {
+  record Horizon(Kind kind, @Nullable Duration duration, String source) {
 
     /**
      * Checks that a bounded horizon has a duration.

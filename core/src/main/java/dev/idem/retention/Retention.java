@@ -17,6 +17,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Publisher;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -153,7 +154,7 @@ public final class Retention {
    * windows against the brokers ({@link #verifyWindow()}).
    */
   private Mono<Void> verifyAtStart() {
-    return Flux.fromIterable(targets).filter(t -> t.rotating != null).concatMap(t -> t.inbox.verifyLayout()).then(verifyWindow());
+    return Flux.fromIterable(targets).filter(t -> t.rotating != null).concatMap(t -> Objects.requireNonNull(t.inbox).verifyLayout()).then(verifyWindow());
   }
 
   private Mono<Void> check(Target target, RedeliveryHorizon.Horizon horizon) {
@@ -262,8 +263,8 @@ public final class Retention {
   // ---- rotating inbox: TRUNCATE of expired slots ----
 
   private Mono<CleanupReport.TableReport> truncateExpiredSlots(Target target) {
-    RotatingLayout layout = target.rotating;
-    PostgresInbox inbox = target.inbox;
+    RotatingLayout layout = Objects.requireNonNull(target.rotating);
+    PostgresInbox inbox = Objects.requireNonNull(target.inbox);
     TransactionRunner transactions = transactions(target.connectionFactory);
     long period = layout.period().toMillis();
     int slots = layout.slots();
@@ -380,7 +381,7 @@ public final class Retention {
 
   /** One table to clean. */
   private record Target(String table, Duration window, ConnectionFactory connectionFactory, boolean outbox,
-      PostgresInbox inbox, RotatingLayout rotating, boolean checkedAgainstBroker) {
+      @Nullable PostgresInbox inbox, @Nullable RotatingLayout rotating, boolean checkedAgainstBroker) {
 
     @Override
     public String toString() {
