@@ -14,17 +14,14 @@ import java.util.Objects;
 import java.util.PriorityQueue;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.BiFunction;
 import java.util.function.Consumer;
 import java.util.function.Function;
 import org.jspecify.annotations.Nullable;
 import reactor.core.Disposable;
 import reactor.core.Disposables;
-import reactor.core.publisher.BaseSubscriber;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
-import reactor.core.publisher.MonoSink;
 import reactor.core.scheduler.Schedulers;
 
 /**
@@ -390,56 +387,10 @@ public final class BatchLanes<I, O> implements Disposable {
         items.add(p.item);
       }
       group.started();
-      AtomicBoolean ended = new AtomicBoolean();
-      BaseSubscriber<O> subscriber = new BaseSubscriber<>() {
-        @Override
-        protected void hookOnNext(O result) {
-          LaneItem<I, O> p;
-          synchronized (Lane.this) {
-            p = byItem.remove(itemOf.apply(result));
-          }
-          if (p != null) {
-            p.succeed(result);
-          }
-        }
-
-        @Override
-        protected void hookOnError(Throwable error) {
-          end();
-          for (LaneItem<I, O> p : takeAll()) {
-            p.fail(error);
-          }
-        }
-
-        @Override
-        protected void hookOnComplete() {
-          end();
-          for (LaneItem<I, O> p : takeAll()) {
-            p.succeed();
-          }
-          runNext();
-          wakeWaitingLanes(Lane.this);
-        }
-
-        @Override
-        protected void hookOnCancel() {
-          end();
-        }
-
-        private void end() {
-          if (ended.compareAndSet(false, true)) {
-            group.ended();
-          }
-        }
-
-        private List<LaneItem<I, O>> takeAll() {
-          synchronized (Lane.this) {
-            List<LaneItem<I, O>> left = new ArrayList<>(byItem.values());
-            byItem.clear();
-            return left;
-          }
-        }
-      };
+      BatchRun<I, O> subscriber = new BatchRun<>(this, byItem, itemOf, group, () -> {
+        runNext();
+        wakeWaitingLanes(this);
+      });
       synchronized (this) {
         currentBatch = subscriber;
       }
