@@ -180,6 +180,12 @@ class DocsTests {
   }
 
   @Test
+  void aRegionLeavesOutTheBlankLinesAtItsEnds() {
+    List<String> source = List.of("// tag::imports[]", "", "import a.B;", "", "import c.D;", "", "// end::imports[]");
+    assertThat(Include.region(source, "imports", "X.java")).containsExactly("import a.B;", "", "import c.D;");
+  }
+
+  @Test
   void blocksAndTheirIncludeMarkersAreRead() {
     Markdown markdown = new Markdown(List.of(
         "# Title",
@@ -333,7 +339,17 @@ class DocsTests {
       List<String> region = lines.subList(start + 1, end).stream().filter(line -> !isMarker(line)).toList();
       int indent = region.stream().filter(line -> !line.isBlank())
           .mapToInt(line -> line.length() - line.stripLeading().length()).min().orElse(0);
-      return region.stream().map(line -> line.isBlank() ? "" : line.substring(indent)).toList();
+      List<String> dedented = region.stream().map(line -> line.isBlank() ? "" : line.substring(indent)).toList();
+      // Blank lines at either end are the source's spacing (the formatter's, after imports), not the block's.
+      int first = 0;
+      int last = dedented.size();
+      while (first < last && dedented.get(first).isEmpty()) {
+        first++;
+      }
+      while (last > first && dedented.get(last - 1).isEmpty()) {
+        last--;
+      }
+      return dedented.subList(first, last);
     }
 
     private static boolean isMarker(String line) {
