@@ -16,6 +16,7 @@ import java.util.Objects;
 import java.util.function.Function;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
+import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Publisher;
 import reactor.core.publisher.Flux;
 
@@ -136,13 +137,13 @@ public final class HandlerContract<T> {
 
     private final String name;
     private final HandlerUnderTest<T> handler;
-    private ConnectionFactory connectionFactory;
-    private String url;
+    private @Nullable ConnectionFactory connectionFactory;
+    private @Nullable String url;
     private final List<InMemoryDelivery<T>> messages = new ArrayList<>();
-    private Function<? super Delivery<T>, String> messageId = Delivery::id;
-    private Function<Connection, Publisher<?>> reset;
-    private EffectProbe probe;
-    private LongSupplier sideEffects;
+    private Function<? super Delivery<T>, @Nullable String> messageId = Delivery::id;
+    private @Nullable Function<Connection, Publisher<?>> reset;
+    private @Nullable EffectProbe probe;
+    private @Nullable LongSupplier sideEffects;
     private String inboxTable = DEFAULT_INBOX_TABLE;
     private java.time.Duration stepTimeout = java.time.Duration.ofSeconds(60);
 
@@ -209,10 +210,10 @@ public final class HandlerContract<T> {
      * deliveries and redeliveries, which have a higher {@link Delivery#deliveryAttempt()} and a
      * later {@link Delivery#timestamp()}). Default: the id the message was created with.
      *
-     * @param rule computes the dedup key from a delivery
+     * @param rule computes the dedup key from a delivery; {@code null} for none (the message is dead-lettered)
      * @return this builder
      */
-    public Builder<T> messageId(Function<? super Delivery<T>, String> rule) {
+    public Builder<T> messageId(Function<? super Delivery<T>, @Nullable String> rule) {
       this.messageId = Objects.requireNonNull(rule, "rule");
       return this;
     }

@@ -6,6 +6,7 @@ import java.time.Instant;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicReference;
+import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
 
 /**
@@ -21,16 +22,16 @@ import reactor.core.publisher.Mono;
  */
 public final class InMemoryDelivery<T> extends AbstractDelivery<T> {
 
-  private final String id;
-  private final T payload;
-  private final String key;
+  private final @Nullable String id;
+  private final @Nullable T payload;
+  private final @Nullable String key;
   private final Map<String, String> headers;
   private final int deliveryAttempt;
   private final Instant timestamp;
   private final AtomicReference<Settled> settled = new AtomicReference<>();
 
-  private InMemoryDelivery(String id, T payload, String key, Map<String, String> headers, int deliveryAttempt,
-      Instant timestamp) {
+  private InMemoryDelivery(@Nullable String id, @Nullable T payload, @Nullable String key, Map<String, String> headers,
+      int deliveryAttempt, Instant timestamp) {
     this.id = id;
     this.payload = payload;
     this.key = key;
@@ -47,7 +48,7 @@ public final class InMemoryDelivery<T> extends AbstractDelivery<T> {
    * @param <T> the payload type
    * @return the delivery, not settled
    */
-  public static <T> InMemoryDelivery<T> of(String id, T payload) {
+  public static <T> InMemoryDelivery<T> of(@Nullable String id, @Nullable T payload) {
     return new InMemoryDelivery<>(id, payload, null, Map.of(), 1, Instant.now());
   }
 
@@ -57,7 +58,7 @@ public final class InMemoryDelivery<T> extends AbstractDelivery<T> {
    * @param orderingKey the key, or {@code null} for none
    * @return the copy
    */
-  public InMemoryDelivery<T> withKey(String orderingKey) {
+  public InMemoryDelivery<T> withKey(@Nullable String orderingKey) {
     return new InMemoryDelivery<>(id, payload, orderingKey, headers, deliveryAttempt, timestamp);
   }
 
@@ -78,7 +79,7 @@ public final class InMemoryDelivery<T> extends AbstractDelivery<T> {
    * @param newId the id
    * @return the copy
    */
-  public InMemoryDelivery<T> withId(String newId) {
+  public InMemoryDelivery<T> withId(@Nullable String newId) {
     return new InMemoryDelivery<>(newId, payload, key, headers, deliveryAttempt, timestamp);
   }
 
@@ -93,17 +94,17 @@ public final class InMemoryDelivery<T> extends AbstractDelivery<T> {
   }
 
   @Override
-  public String id() {
+  public @Nullable String id() {
     return id;
   }
 
   @Override
-  public T payload() {
+  public @Nullable T payload() {
     return payload;
   }
 
   @Override
-  public String orderingKey() {
+  public @Nullable String orderingKey() {
     return key;
   }
 
@@ -147,7 +148,7 @@ public final class InMemoryDelivery<T> extends AbstractDelivery<T> {
    *
    * @return the dead letter, or {@code null} when the message was not dead-lettered
    */
-  public DeadLetter deadLetter() {
+  public @Nullable DeadLetter deadLetter() {
     Settled s = settled.get();
     return s == null ? null : s.deadLetter;
   }
@@ -158,7 +159,7 @@ public final class InMemoryDelivery<T> extends AbstractDelivery<T> {
    * @return {@code "ack"}, {@code "dead letter: <reason>"}, or {@code null} when not settled
    *     (the pipeline was cancelled before, so a broker would redeliver it)
    */
-  public String settledAs() {
+  public @Nullable String settledAs() {
     Settled s = settled.get();
     if (s == null) {
       return null;
@@ -172,6 +173,6 @@ public final class InMemoryDelivery<T> extends AbstractDelivery<T> {
         + settledAs() + "]";
   }
 
-  private record Settled(DeadLetter deadLetter) {
+  private record Settled(@Nullable DeadLetter deadLetter) {
   }
 }

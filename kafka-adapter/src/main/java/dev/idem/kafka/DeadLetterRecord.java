@@ -3,6 +3,7 @@ package dev.idem.kafka;
 import java.nio.charset.StandardCharsets;
 import java.util.Map;
 import java.util.Optional;
+import org.jspecify.annotations.Nullable;
 
 /**
  * One record read from a dead-letter topic, with its {@link DeadLetterHeaders} decoded, for
@@ -29,17 +30,17 @@ public record DeadLetterRecord(
     String topic,
     int partition,
     long offset,
-    byte[] key,
-    byte[] value,
+    byte @Nullable [] key,
+    byte @Nullable [] value,
     Map<String, String> headers,
-    String messageId,
-    String originalTopic,
+    @Nullable String messageId,
+    @Nullable String originalTopic,
     int originalPartition,
     long originalOffset,
-    String consumer,
-    String reason,
-    String errorClass,
-    String errorMessage,
+    @Nullable String consumer,
+    @Nullable String reason,
+    @Nullable String errorClass,
+    @Nullable String errorMessage,
     int attempts) {
 
   /**

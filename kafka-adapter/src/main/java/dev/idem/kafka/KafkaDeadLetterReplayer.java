@@ -27,6 +27,7 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Reads a dead-letter topic and puts selected records back on their original topic, for when the
@@ -65,7 +66,7 @@ public final class KafkaDeadLetterReplayer {
   private final Duration timeout;
 
   private KafkaDeadLetterReplayer(Builder b) {
-    this.bootstrapServers = b.bootstrapServers;
+    this.bootstrapServers = Objects.requireNonNull(b.bootstrapServers, "bootstrapServers, checked by build()");
     this.clientProperties = Collections.unmodifiableMap(new LinkedHashMap<>(b.clientProperties));
     this.timeout = b.timeout;
   }
@@ -185,7 +186,7 @@ public final class KafkaDeadLetterReplayer {
         parseInt(headers.get(DeadLetterHeaders.ATTEMPTS)));
   }
 
-  private static int parseInt(String s) {
+  private static int parseInt(@Nullable String s) {
     try {
       return s == null ? -1 : Integer.parseInt(s);
     } catch (NumberFormatException e) {
@@ -193,7 +194,7 @@ public final class KafkaDeadLetterReplayer {
     }
   }
 
-  private static long parseLong(String s) {
+  private static long parseLong(@Nullable String s) {
     try {
       return s == null ? -1 : Long.parseLong(s);
     } catch (NumberFormatException e) {
@@ -229,7 +230,7 @@ public final class KafkaDeadLetterReplayer {
 
   /** Configures a {@link KafkaDeadLetterReplayer}. Not thread-safe. */
   public static final class Builder {
-    private String bootstrapServers;
+    private @Nullable String bootstrapServers;
     private final Map<String, Object> clientProperties = new LinkedHashMap<>();
     private Duration timeout = DEFAULT_TIMEOUT;
 

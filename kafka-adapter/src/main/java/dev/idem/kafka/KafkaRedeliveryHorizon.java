@@ -18,6 +18,7 @@ import org.apache.kafka.common.KafkaFuture;
 import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.config.TopicConfig;
 import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
+import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
 import reactor.core.scheduler.Schedulers;
 
@@ -104,7 +105,7 @@ public final class KafkaRedeliveryHorizon implements RedeliveryHorizon {
     }
     Horizon longest = null;
     for (String topic : topics) {
-      Config config = configs.get(topic);
+      Config config = Objects.requireNonNull(configs.get(topic), "read above for every topic");
       long retentionMs = Long.parseLong(value(topic, config, TopicConfig.RETENTION_MS_CONFIG));
       long segmentMs = Long.parseLong(value(topic, config, TopicConfig.SEGMENT_MS_CONFIG));
       String policy = value(topic, config, TopicConfig.CLEANUP_POLICY_CONFIG);
@@ -118,7 +119,7 @@ public final class KafkaRedeliveryHorizon implements RedeliveryHorizon {
             + " (Kafka deletes whole segments, so a record can outlive retention.ms by up to segment.ms)");
       }
     }
-    return longest;
+    return Objects.requireNonNull(longest, "topics is never empty");
   }
 
   /** {@code retention.ms + segment.ms}, saturated at the longest duration a {@code long} of ms holds. */
@@ -127,7 +128,7 @@ public final class KafkaRedeliveryHorizon implements RedeliveryHorizon {
     return Duration.ofMillis(sum < retentionMs ? Long.MAX_VALUE : sum);
   }
 
-  private static Config await(String topic, KafkaFuture<Config> future, long deadline) {
+  private static Config await(String topic, @Nullable KafkaFuture<Config> future, long deadline) {
     if (future == null) {
       throw new IllegalStateException("Cannot read the configs of topic '" + topic + "': the admin client returned no answer for it");
     }

@@ -15,6 +15,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.function.UnaryOperator;
 import org.apache.kafka.common.serialization.Deserializer;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Immutable settings of a {@link KafkaSource}: where to consume from, how to decode and identify
@@ -84,12 +85,12 @@ public final class KafkaSourceOptions<T> {
 
   /** @return the bootstrap servers */
   public String bootstrapServers() {
-    return settings.bootstrapServers;
+    return Objects.requireNonNull(settings.bootstrapServers, "bootstrapServers, checked by build()");
   }
 
   /** @return the consumer group id */
   public String groupId() {
-    return settings.groupId;
+    return Objects.requireNonNull(settings.groupId, "groupId, checked by build()");
   }
 
   /** @return the subscribed topics */
@@ -99,7 +100,7 @@ public final class KafkaSourceOptions<T> {
 
   /** @return the value deserializer */
   public Deserializer<T> valueDeserializer() {
-    return settings.valueDeserializer;
+    return Objects.requireNonNull(settings.valueDeserializer, "valueDeserializer, checked by build()");
   }
 
   /** @return the header read for the message id */
@@ -108,7 +109,7 @@ public final class KafkaSourceOptions<T> {
   }
 
   /** @return the id extractor, or {@code null} when the header is used */
-  public MessageIdExtractor<T> messageIdExtractor() {
+  public @Nullable MessageIdExtractor<T> messageIdExtractor() {
     return settings.messageIdExtractor;
   }
 
@@ -188,7 +189,7 @@ public final class KafkaSourceOptions<T> {
    *
    * @return the registry or {@code null}
    */
-  public Object meterRegistry() {
+  public @Nullable Object meterRegistry() {
     return settings.meterRegistry;
   }
 
@@ -204,7 +205,7 @@ public final class KafkaSourceOptions<T> {
   @Override
   public String toString() {
     return "KafkaSourceOptions[bootstrapServers=" + settings.bootstrapServers + ", groupId=" + settings.groupId + ", topics=" + settings.topics
-        + ", valueDeserializer=" + settings.valueDeserializer.getClass().getName()
+        + ", valueDeserializer=" + valueDeserializer().getClass().getName()
         + ", messageIdHeader=" + settings.messageIdHeader + ", messageIdExtractor=" + (settings.messageIdExtractor != null)
         + ", offsetFallbackId=" + settings.offsetFallbackId + ", prefetch=" + settings.prefetch
         + ", maxDeferredCommits=" + settings.maxDeferredCommits + ", commitInterval=" + settings.commitInterval
@@ -223,12 +224,12 @@ public final class KafkaSourceOptions<T> {
    * @param <T> the payload type
    */
   public static final class Builder<T> {
-    private String bootstrapServers;
-    private String groupId;
+    private @Nullable String bootstrapServers;
+    private @Nullable String groupId;
     private final List<String> topics;
-    private Deserializer<T> valueDeserializer;
+    private @Nullable Deserializer<T> valueDeserializer;
     private String messageIdHeader = DEFAULT_MESSAGE_ID_HEADER;
-    private MessageIdExtractor<T> messageIdExtractor;
+    private @Nullable MessageIdExtractor<T> messageIdExtractor;
     private boolean offsetFallbackId = true;
     private int prefetch = DEFAULT_PREFETCH;
     private int maxDeferredCommits = DEFAULT_MAX_DEFERRED_COMMITS;
@@ -244,7 +245,7 @@ public final class KafkaSourceOptions<T> {
     private KafkaEngine engine = DEFAULT_ENGINE;
     private final Map<String, Object> consumerProperties;
     private final Map<String, Object> producerProperties;
-    private Object meterRegistry;
+    private @Nullable Object meterRegistry;
 
     private Builder() {
       topics = new ArrayList<>();
@@ -591,9 +592,8 @@ public final class KafkaSourceOptions<T> {
      * @throws IllegalArgumentException naming the setting that is missing or invalid
      */
     public KafkaSourceOptions<T> build() {
-      KafkaSourceOptions<T> options = new KafkaSourceOptions<>(this);
-      OptionRules.check(options);
-      return options;
+      OptionRules.checkRequired(bootstrapServers, groupId, topics, valueDeserializer);
+      return OptionRules.check(new KafkaSourceOptions<>(this));
     }
   }
 }

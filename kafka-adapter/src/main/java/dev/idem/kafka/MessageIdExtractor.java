@@ -1,6 +1,7 @@
 package dev.idem.kafka;
 
 import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Derives the deduplication key of a Kafka record, for example a domain key from the payload
@@ -24,5 +25,5 @@ public interface MessageIdExtractor<T> {
    *     was {@code null}
    * @return the message id, or {@code null} for none
    */
-  String messageId(ConsumerRecord<byte[], byte[]> record, T payload);
+  @Nullable String messageId(ConsumerRecord<byte[], byte[]> record, @Nullable T payload);
 }

@@ -1,6 +1,7 @@
 package dev.idem.rabbit;
 
 import java.util.Map;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A message in a dead-letter queue as {@link RabbitDeadLetterReplayer} shows it to a filter.
@@ -15,11 +16,11 @@ import java.util.Map;
  * @param body the body (not copied; do not modify)
  */
 public record DeadLetteredMessage(
-    String messageId,
-    String reason,
-    String consumer,
-    String targetExchange,
-    String targetRoutingKey,
+    @Nullable String messageId,
+    @Nullable String reason,
+    @Nullable String consumer,
+    @Nullable String targetExchange,
+    @Nullable String targetRoutingKey,
     Map<String, String> headers,
     byte[] body) {
 

@@ -5,6 +5,7 @@ import com.rabbitmq.client.Envelope;
 import dev.idem.rabbit.internal.HeaderValues;
 import java.util.Map;
 import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Finds the deduplication key of a RabbitMQ message.
@@ -32,7 +33,7 @@ public interface MessageIdExtractor {
    * @param properties the message's AMQP properties
    * @return the id, or {@code null} when the message has none
    */
-  String extract(Envelope envelope, AMQP.BasicProperties properties);
+  @Nullable String extract(Envelope envelope, AMQP.BasicProperties properties);
 
   /**
    * The AMQP {@code message-id} property; the default.
@@ -81,7 +82,7 @@ public interface MessageIdExtractor {
     INSTANCE;
 
     @Override
-    public String extract(Envelope envelope, AMQP.BasicProperties properties) {
+    public @Nullable String extract(Envelope envelope, AMQP.BasicProperties properties) {
       String id = properties == null ? null : properties.getMessageId();
       return id == null ? null : HeaderValues.checkNoReplacementCharacter("the message-id property", id);
     }
@@ -99,7 +100,7 @@ public interface MessageIdExtractor {
    */
   record Header(String name) implements MessageIdExtractor {
     @Override
-    public String extract(Envelope envelope, AMQP.BasicProperties properties) {
+    public @Nullable String extract(Envelope envelope, AMQP.BasicProperties properties) {
       Map<String, Object> headers = properties == null ? null : properties.getHeaders();
       return headers == null ? null : HeaderValues.idText(name, headers.get(name));
     }

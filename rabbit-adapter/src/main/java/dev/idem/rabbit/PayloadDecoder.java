@@ -2,6 +2,7 @@ package dev.idem.rabbit;
 
 import com.rabbitmq.client.AMQP;
 import java.nio.charset.StandardCharsets;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Turns a message body into the payload the handler sees.
@@ -27,7 +28,7 @@ public interface PayloadDecoder<T> {
    * @return the payload; {@code null} makes the message dead-lettered as missing payload
    * @throws Exception when the body cannot be decoded
    */
-  T decode(byte[] body, AMQP.BasicProperties properties) throws Exception;
+  @Nullable T decode(byte[] body, AMQP.BasicProperties properties) throws Exception;
 
   /**
    * The body as UTF-8 text.

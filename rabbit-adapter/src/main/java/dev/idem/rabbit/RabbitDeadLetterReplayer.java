@@ -16,6 +16,7 @@ import java.util.Objects;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Predicate;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Mono;
@@ -62,7 +63,7 @@ public final class RabbitDeadLetterReplayer implements AutoCloseable {
       "x-last-death-exchange", "x-last-death-queue", "x-last-death-reason");
 
   private final ConnectionFactory factory;
-  private Connection connection;
+  private @Nullable Connection connection;
 
   private RabbitDeadLetterReplayer(ConnectionFactory factory) {
     this.factory = factory;

@@ -10,6 +10,7 @@ import java.util.Date;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
 
 /**
@@ -117,7 +118,7 @@ public final class RabbitOutboxPublisher implements OutboxPublisher, AutoCloseab
     return "RabbitOutboxPublisher[uri=" + masked(uri) + ", exchange='" + exchange + "']";
   }
 
-  private static String masked(String uri) {
+  private static @Nullable String masked(@Nullable String uri) {
     return uri == null ? null : uri.replaceFirst("^(amqps?://[^:@/]*):[^@/]*@", "$1:****@");
   }
 

@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicLong;
+import org.jspecify.annotations.Nullable;
 import reactor.core.Disposable;
 import reactor.core.publisher.Flux;
 import reactor.core.scheduler.Schedulers;
@@ -42,7 +43,7 @@ public final class RabbitQueueMetrics implements MeterBinder, AutoCloseable {
   private final RabbitSource<?> source;
   private final Duration refresh;
   private final Map<String, AtomicLong> depths = new LinkedHashMap<>();
-  private volatile Disposable refresher;
+  private volatile @Nullable Disposable refresher;
 
   private RabbitQueueMetrics(RabbitSource<?> source, Duration refresh, List<String> queues) {
     this.source = source;

@@ -4,6 +4,7 @@ import dev.idem.retention.RedeliveryHorizon;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
 
 /**
@@ -25,9 +26,9 @@ public final class RabbitRedeliveryHorizon implements RedeliveryHorizon {
   public static final String MESSAGE_TTL_ARGUMENT = "x-message-ttl";
 
   private final String queue;
-  private final Duration ttl;
+  private final @Nullable Duration ttl;
 
-  private RabbitRedeliveryHorizon(String queue, Duration ttl) {
+  private RabbitRedeliveryHorizon(String queue, @Nullable Duration ttl) {
     this.queue = Objects.requireNonNull(queue, "queue");
     this.ttl = ttl;
   }

@@ -11,6 +11,7 @@ import java.util.Objects;
 import java.util.function.BiFunction;
 import java.util.function.Consumer;
 import java.util.regex.Pattern;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Immutable settings of a {@link RabbitSource}, built with {@link #builder(String)}. Setters check
@@ -59,7 +60,7 @@ public final class RabbitSourceOptions {
   private final String connectionName;
   private final int prefetch;
   private final MessageIdExtractor messageId;
-  private final BiFunction<Envelope, AMQP.BasicProperties, String> orderingKey;
+  private final BiFunction<Envelope, AMQP.BasicProperties, @Nullable String> orderingKey;
   private final DeadLetterMode deadLetterMode;
   private final String deadLetterExchange;
   private final String deadLetterRoutingKey;
@@ -147,7 +148,7 @@ public final class RabbitSourceOptions {
    *
    * @return the rule
    */
-  public BiFunction<Envelope, AMQP.BasicProperties, String> orderingKey() {
+  public BiFunction<Envelope, AMQP.BasicProperties, @Nullable String> orderingKey() {
     return orderingKey;
   }
 
@@ -252,7 +253,7 @@ public final class RabbitSourceOptions {
    * @param uri the URI or any text that contains one, may be {@code null}
    * @return the text without the password, {@code null} for {@code null}
    */
-  public static String maskPassword(String uri) {
+  public static @Nullable String maskPassword(@Nullable String uri) {
     if (uri == null) {
       return null;
     }
@@ -286,13 +287,13 @@ public final class RabbitSourceOptions {
   public static final class Builder {
     private String uri = DEFAULT_URI;
     private final String queue;
-    private String connectionName;
+    private @Nullable String connectionName;
     private int prefetch = DEFAULT_PREFETCH;
     private MessageIdExtractor messageId = MessageIdExtractor.messageIdProperty();
-    private BiFunction<Envelope, AMQP.BasicProperties, String> orderingKey = (envelope, properties) -> null;
+    private BiFunction<Envelope, AMQP.BasicProperties, @Nullable String> orderingKey = (envelope, properties) -> null;
     private DeadLetterMode deadLetterMode = DEFAULT_DEAD_LETTER_MODE;
-    private String deadLetterExchange;
-    private String deadLetterRoutingKey;
+    private @Nullable String deadLetterExchange;
+    private @Nullable String deadLetterRoutingKey;
     private Duration recoveryBackoff = DEFAULT_RECOVERY_BACKOFF;
     private Duration maxRecoveryBackoff = DEFAULT_MAX_RECOVERY_BACKOFF;
     private Duration confirmTimeout = DEFAULT_CONFIRM_TIMEOUT;
@@ -354,7 +355,7 @@ public final class RabbitSourceOptions {
      * @param orderingKey returns the key or {@code null}
      * @return this builder
      */
-    public Builder orderingKey(BiFunction<Envelope, AMQP.BasicProperties, String> orderingKey) {
+    public Builder orderingKey(BiFunction<Envelope, AMQP.BasicProperties, @Nullable String> orderingKey) {
       this.orderingKey = Objects.requireNonNull(orderingKey, "orderingKey");
       return this;
     }

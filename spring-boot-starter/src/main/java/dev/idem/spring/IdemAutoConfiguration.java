@@ -13,6 +13,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import org.jspecify.annotations.Nullable;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.config.ConfigurableListableBeanFactory;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
@@ -109,7 +110,7 @@ public class IdemAutoConfiguration {
   }
 
   private static <T> ManagedConsumer managed(IdemConsumerDefinition<T> definition, PostgresInbox inbox, ConnectionFactory connectionFactory,
-      TransactionRunner shared, Object meterRegistry, ObservationRegistry observations) {
+      @Nullable TransactionRunner shared, @Nullable Object meterRegistry, @Nullable ObservationRegistry observations) {
     TransactionRunner runner = shared != null ? shared
         : new SpringTransactionRunner(connectionFactory, ServerTimeouts.derivedFrom(definition.transactionTimeout()));
     ConsumerTracker tracker = new ConsumerTracker(meterRegistry != null ? Meters.metrics(meterRegistry, definition.name()) : ConsumerMetrics.NONE);
@@ -131,7 +132,7 @@ public class IdemAutoConfiguration {
     return new ManagedConsumer(definition, consumer, tracker);
   }
 
-  private static Object meterRegistry(ConfigurableListableBeanFactory beanFactory) {
+  private static @Nullable Object meterRegistry(ConfigurableListableBeanFactory beanFactory) {
     if (!ClassUtils.isPresent(METER_REGISTRY, IdemAutoConfiguration.class.getClassLoader())) {
       return null;
     }
@@ -140,7 +141,7 @@ public class IdemAutoConfiguration {
 
   /** Micrometer, touched only when it is on the class path. */
   private static final class Meters {
-    static Object registry(ConfigurableListableBeanFactory beanFactory) {
+    static @Nullable Object registry(ConfigurableListableBeanFactory beanFactory) {
       return beanFactory.getBeanProvider(io.micrometer.core.instrument.MeterRegistry.class).getIfAvailable();
     }
 

@@ -9,6 +9,7 @@ import java.time.Duration;
 import java.util.Objects;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A consumer declared as a bean: its name, source and handler, plus any setting of
@@ -47,8 +48,8 @@ public final class IdemConsumerDefinition<T> {
 
   private final String name;
   private final Supplier<? extends ConsumerSource<T>> source;
-  private final Handler<T> handler;
-  private final BatchHandler<T> batchHandler;
+  private final @Nullable Handler<T> handler;
+  private final @Nullable BatchHandler<T> batchHandler;
   private final Consumer<IdempotentConsumer.Builder<T>> customizer;
   private final Duration transactionTimeout;
   private final Duration shutdownGracePeriod;
@@ -57,7 +58,7 @@ public final class IdemConsumerDefinition<T> {
 
   private IdemConsumerDefinition(Builder<T> b) {
     this.name = b.name;
-    this.source = b.source;
+    this.source = Objects.requireNonNull(b.source, "source, checked by build()");
     this.handler = b.handler;
     this.batchHandler = b.batchHandler;
     this.customizer = b.customizer;
@@ -143,7 +144,7 @@ public final class IdemConsumerDefinition<T> {
     if (handler != null) {
       builder.handler(handler);
     } else {
-      builder.batchHandler(batchHandler);
+      builder.batchHandler(Objects.requireNonNull(batchHandler, "build() requires a handler or a batchHandler"));
     }
     customizer.accept(builder);
     return builder;
@@ -162,9 +163,9 @@ public final class IdemConsumerDefinition<T> {
    */
   public static final class Builder<T> {
     private final String name;
-    private Supplier<? extends ConsumerSource<T>> source;
-    private Handler<T> handler;
-    private BatchHandler<T> batchHandler;
+    private @Nullable Supplier<? extends ConsumerSource<T>> source;
+    private @Nullable Handler<T> handler;
+    private @Nullable BatchHandler<T> batchHandler;
     private Consumer<IdempotentConsumer.Builder<T>> customizer = b -> {};
     private Duration transactionTimeout = IdempotentConsumer.DEFAULT_TRANSACTION_TIMEOUT;
     private Duration shutdownGracePeriod = DEFAULT_SHUTDOWN_GRACE_PERIOD;

@@ -7,6 +7,7 @@ import dev.idem.postgres.PostgresInbox;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import org.jspecify.annotations.Nullable;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 
 /**
@@ -137,9 +138,9 @@ public class IdemProperties {
   /** One consumer ({@code idem.consumers.<name>.*}). */
   public static class Consumer {
     private boolean enabled = true;
-    private String handler;
+    private @Nullable String handler;
     private String payloadType = "string";
-    private String decoder;
+    private @Nullable String decoder;
     private int concurrency = IdempotentConsumer.DEFAULT_CONCURRENCY;
     private int prefetch = IdempotentConsumer.DEFAULT_PREFETCH;
     private Ordering ordering = IdempotentConsumer.DEFAULT_ORDERING;
@@ -177,9 +178,9 @@ public class IdemProperties {
      * The name of the bean that applies the effect: a {@code dev.idem.Handler} or a
      * {@code dev.idem.BatchHandler}. Required.
      *
-     * @return the bean name
+     * @return the bean name, or {@code null} when not set
      */
-    public String getHandler() {
+    public @Nullable String getHandler() {
       return handler;
     }
 
@@ -188,7 +189,7 @@ public class IdemProperties {
      *
      * @param handler the bean name
      */
-    public void setHandler(String handler) {
+    public void setHandler(@Nullable String handler) {
       this.handler = handler;
     }
 
@@ -219,7 +220,7 @@ public class IdemProperties {
      *
      * @return the bean name, or {@code null}
      */
-    public String getDecoder() {
+    public @Nullable String getDecoder() {
       return decoder;
     }
 
@@ -228,7 +229,7 @@ public class IdemProperties {
      *
      * @param decoder the bean name
      */
-    public void setDecoder(String decoder) {
+    public void setDecoder(@Nullable String decoder) {
       this.decoder = decoder;
     }
 

@@ -4,29 +4,30 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A consumer's source ({@code idem.consumers.<name>.source.*}). {@code type} says which
  * settings apply; setting one of the other type's fails at start naming it.
  */
 public class IdemSourceProperties {
-  private IdemProperties.SourceType type;
+  private IdemProperties.@Nullable SourceType type;
   // Kafka
-  private String bootstrapServers;
+  private @Nullable String bootstrapServers;
   private List<String> topics = new ArrayList<>();
-  private String groupId;
-  private String deadLetterTopic;
-  private String deadLetterTopicSuffix;
-  private String messageIdHeader;
+  private @Nullable String groupId;
+  private @Nullable String deadLetterTopic;
+  private @Nullable String deadLetterTopicSuffix;
+  private @Nullable String messageIdHeader;
   private Map<String, String> properties = new LinkedHashMap<>();
-  private IdemProperties.KafkaEngineType engine;
-  private Integer shareConsumers;
+  private IdemProperties.@Nullable KafkaEngineType engine;
+  private @Nullable Integer shareConsumers;
   // RabbitMQ
-  private String uri;
-  private String queue;
-  private String deadLetterExchange;
-  private String deadLetterRoutingKey;
-  private String deadLetterMode;
+  private @Nullable String uri;
+  private @Nullable String queue;
+  private @Nullable String deadLetterExchange;
+  private @Nullable String deadLetterRoutingKey;
+  private @Nullable String deadLetterMode;
 
   /** Creates the settings with their defaults. */
   public IdemSourceProperties() {}
@@ -35,9 +36,9 @@ public class IdemSourceProperties {
    * The broker: {@code kafka} (a consumer group), {@code kafka-share} (a share group; both need
    * {@code idem-kafka}) or {@code rabbitmq} (needs {@code idem-rabbit}). Required.
    *
-   * @return the type
+   * @return the type, or {@code null} when not set
    */
-  public IdemProperties.SourceType getType() {
+  public IdemProperties.@Nullable SourceType getType() {
     return type;
   }
 
@@ -46,16 +47,16 @@ public class IdemSourceProperties {
    *
    * @param type the type
    */
-  public void setType(IdemProperties.SourceType type) {
+  public void setType(IdemProperties.@Nullable SourceType type) {
     this.type = type;
   }
 
   /**
    * Kafka: the bootstrap servers. Default: {@code spring.kafka.bootstrap-servers} when set.
    *
-   * @return the servers
+   * @return the servers, or {@code null} when not set
    */
-  public String getBootstrapServers() {
+  public @Nullable String getBootstrapServers() {
     return bootstrapServers;
   }
 
@@ -64,7 +65,7 @@ public class IdemSourceProperties {
    *
    * @param bootstrapServers the servers
    */
-  public void setBootstrapServers(String bootstrapServers) {
+  public void setBootstrapServers(@Nullable String bootstrapServers) {
     this.bootstrapServers = bootstrapServers;
   }
 
@@ -89,9 +90,9 @@ public class IdemSourceProperties {
   /**
    * Kafka: the consumer group. Default: the consumer's name.
    *
-   * @return the group id
+   * @return the group id, or {@code null} when not set
    */
-  public String getGroupId() {
+  public @Nullable String getGroupId() {
     return groupId;
   }
 
@@ -100,16 +101,16 @@ public class IdemSourceProperties {
    *
    * @param groupId the group id
    */
-  public void setGroupId(String groupId) {
+  public void setGroupId(@Nullable String groupId) {
     this.groupId = groupId;
   }
 
   /**
    * Kafka: one dead-letter topic for every source topic. Default: {@code <topic>.DLT}.
    *
-   * @return the topic
+   * @return the topic, or {@code null} when not set
    */
-  public String getDeadLetterTopic() {
+  public @Nullable String getDeadLetterTopic() {
     return deadLetterTopic;
   }
 
@@ -118,16 +119,16 @@ public class IdemSourceProperties {
    *
    * @param deadLetterTopic the topic
    */
-  public void setDeadLetterTopic(String deadLetterTopic) {
+  public void setDeadLetterTopic(@Nullable String deadLetterTopic) {
     this.deadLetterTopic = deadLetterTopic;
   }
 
   /**
    * Kafka: the suffix that names each topic's dead-letter topic. Default {@code .DLT}.
    *
-   * @return the suffix
+   * @return the suffix, or {@code null} when not set
    */
-  public String getDeadLetterTopicSuffix() {
+  public @Nullable String getDeadLetterTopicSuffix() {
     return deadLetterTopicSuffix;
   }
 
@@ -136,16 +137,16 @@ public class IdemSourceProperties {
    *
    * @param deadLetterTopicSuffix the suffix
    */
-  public void setDeadLetterTopicSuffix(String deadLetterTopicSuffix) {
+  public void setDeadLetterTopicSuffix(@Nullable String deadLetterTopicSuffix) {
     this.deadLetterTopicSuffix = deadLetterTopicSuffix;
   }
 
   /**
    * Kafka: the header carrying the message id. Default {@code message-id}.
    *
-   * @return the header
+   * @return the header, or {@code null} when not set
    */
-  public String getMessageIdHeader() {
+  public @Nullable String getMessageIdHeader() {
     return messageIdHeader;
   }
 
@@ -154,7 +155,7 @@ public class IdemSourceProperties {
    *
    * @param messageIdHeader the header
    */
-  public void setMessageIdHeader(String messageIdHeader) {
+  public void setMessageIdHeader(@Nullable String messageIdHeader) {
     this.messageIdHeader = messageIdHeader;
   }
 
@@ -189,7 +190,7 @@ public class IdemSourceProperties {
    *
    * @return the engine, or {@code null} for the default ({@code native})
    */
-  public IdemProperties.KafkaEngineType getEngine() {
+  public IdemProperties.@Nullable KafkaEngineType getEngine() {
     return engine;
   }
 
@@ -198,7 +199,7 @@ public class IdemSourceProperties {
    *
    * @param engine {@code native} or {@code reactor-kafka}
    */
-  public void setEngine(IdemProperties.KafkaEngineType engine) {
+  public void setEngine(IdemProperties.@Nullable KafkaEngineType engine) {
     this.engine = engine;
   }
 
@@ -208,7 +209,7 @@ public class IdemSourceProperties {
    *
    * @return the count, {@code null} when not set
    */
-  public Integer getShareConsumers() {
+  public @Nullable Integer getShareConsumers() {
     return shareConsumers;
   }
 
@@ -217,16 +218,16 @@ public class IdemSourceProperties {
    *
    * @param shareConsumers at least 1
    */
-  public void setShareConsumers(Integer shareConsumers) {
+  public void setShareConsumers(@Nullable Integer shareConsumers) {
     this.shareConsumers = shareConsumers;
   }
 
   /**
    * RabbitMQ: the broker URI. Default {@code amqp://guest:guest@localhost:5672}.
    *
-   * @return the URI
+   * @return the URI, or {@code null} when not set
    */
-  public String getUri() {
+  public @Nullable String getUri() {
     return uri;
   }
 
@@ -235,16 +236,16 @@ public class IdemSourceProperties {
    *
    * @param uri the URI
    */
-  public void setUri(String uri) {
+  public void setUri(@Nullable String uri) {
     this.uri = uri;
   }
 
   /**
    * RabbitMQ: the queue. Required for RabbitMQ.
    *
-   * @return the queue
+   * @return the queue, or {@code null} when not set
    */
-  public String getQueue() {
+  public @Nullable String getQueue() {
     return queue;
   }
 
@@ -253,16 +254,16 @@ public class IdemSourceProperties {
    *
    * @param queue the queue
    */
-  public void setQueue(String queue) {
+  public void setQueue(@Nullable String queue) {
     this.queue = queue;
   }
 
   /**
    * RabbitMQ: the exchange dead letters are published to. Default {@code <queue>.dlx}.
    *
-   * @return the exchange
+   * @return the exchange, or {@code null} when not set
    */
-  public String getDeadLetterExchange() {
+  public @Nullable String getDeadLetterExchange() {
     return deadLetterExchange;
   }
 
@@ -271,16 +272,16 @@ public class IdemSourceProperties {
    *
    * @param deadLetterExchange the exchange ({@code ""} for the default exchange)
    */
-  public void setDeadLetterExchange(String deadLetterExchange) {
+  public void setDeadLetterExchange(@Nullable String deadLetterExchange) {
     this.deadLetterExchange = deadLetterExchange;
   }
 
   /**
    * RabbitMQ: the routing key of dead letters. Default: the queue's name.
    *
-   * @return the routing key
+   * @return the routing key, or {@code null} when not set
    */
-  public String getDeadLetterRoutingKey() {
+  public @Nullable String getDeadLetterRoutingKey() {
     return deadLetterRoutingKey;
   }
 
@@ -289,16 +290,16 @@ public class IdemSourceProperties {
    *
    * @param deadLetterRoutingKey the routing key
    */
-  public void setDeadLetterRoutingKey(String deadLetterRoutingKey) {
+  public void setDeadLetterRoutingKey(@Nullable String deadLetterRoutingKey) {
     this.deadLetterRoutingKey = deadLetterRoutingKey;
   }
 
   /**
    * RabbitMQ: {@code publish-with-confirms} (the default) or {@code reject-to-queue-dlx}.
    *
-   * @return the mode
+   * @return the mode, or {@code null} when not set
    */
-  public String getDeadLetterMode() {
+  public @Nullable String getDeadLetterMode() {
     return deadLetterMode;
   }
 
@@ -307,7 +308,7 @@ public class IdemSourceProperties {
    *
    * @param deadLetterMode the mode
    */
-  public void setDeadLetterMode(String deadLetterMode) {
+  public void setDeadLetterMode(@Nullable String deadLetterMode) {
     this.deadLetterMode = deadLetterMode;
   }
 }

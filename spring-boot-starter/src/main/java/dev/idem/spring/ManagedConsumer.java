@@ -7,6 +7,7 @@ import dev.idem.spring.internal.ConsumerTracker;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.Optional;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.Disposable;
@@ -39,9 +40,9 @@ public final class ManagedConsumer {
   private final IdempotentConsumer<?> consumer;
   private final ConsumerTracker tracker;
   private volatile State state = State.NOT_STARTED;
-  private volatile Throwable failure;
-  private volatile ShutdownReport lastShutdown;
-  private Running<?> running;
+  private volatile @Nullable Throwable failure;
+  private volatile @Nullable ShutdownReport lastShutdown;
+  private @Nullable Running<?> running;
 
   <T> ManagedConsumer(IdemConsumerDefinition<T> definition, IdempotentConsumer<T> consumer, ConsumerTracker tracker) {
     this.definition = Objects.requireNonNull(definition, "definition");
@@ -72,7 +73,7 @@ public final class ManagedConsumer {
    *
    * @return the error, or {@code null}
    */
-  public Throwable failure() {
+  public @Nullable Throwable failure() {
     return failure;
   }
 
@@ -109,7 +110,7 @@ public final class ManagedConsumer {
    *
    * @return the failure, or {@code null}
    */
-  public Throwable lastFailure() {
+  public @Nullable Throwable lastFailure() {
     return tracker.lastFailure();
   }
 
@@ -152,7 +153,7 @@ public final class ManagedConsumer {
     return r;
   }
 
-  private void ended(Throwable error) {
+  private void ended(@Nullable Throwable error) {
     if (state == State.STOPPING || state == State.STOPPED) {
       return;
     }
@@ -192,7 +193,7 @@ public final class ManagedConsumer {
         })
         // KafkaSource.close() waits for its last commit: not on the event-loop thread that ended the stream.
         .then(Mono.fromRunnable(() -> {
-          r.subscription.dispose();
+          Objects.requireNonNull(r.subscription, "set when it started").dispose();
           close(r);
         }).subscribeOn(Schedulers.boundedElastic()))
         .doFinally(signal -> {
@@ -219,7 +220,7 @@ public final class ManagedConsumer {
   private static final class Running<T> {
     final ConsumerSource<T> source;
     final GracefulShutdown shutdown = GracefulShutdown.create();
-    Disposable subscription;
+    @Nullable Disposable subscription;
 
     Running(ConsumerSource<T> source) {
       this.source = source;

@@ -1,5 +1,7 @@
 package dev.idem.spring;
 
+import org.jspecify.annotations.Nullable;
+
 /**
  * Turns a message body into the payload for a consumer declared in configuration, named by
  * {@code idem.consumers.<name>.decoder}. Whatever it throws makes that message a dead letter
@@ -18,5 +20,5 @@ public interface MessageDecoder<T> {
    * @return the payload; {@code null} makes the message a dead letter (missing payload)
    * @throws Exception when the body cannot be decoded
    */
-  T decode(byte[] body) throws Exception;
+  @Nullable T decode(byte[] body) throws Exception;
 }

@@ -9,6 +9,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.function.Function;
 import java.util.function.LongSupplier;
+import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Publisher;
 
 /**
@@ -27,8 +28,8 @@ import org.reactivestreams.Publisher;
  * @param stepTimeout the longest wait for one step
  * @param <T> the payload type
  */
-public record ContractSettings<T>(String name, HandlerUnderTest<T> handler, ConnectionFactory connectionFactory,
-    String url, List<InMemoryDelivery<T>> messages, Function<? super Delivery<T>, String> messageId,
-    Function<Connection, Publisher<?>> reset, EffectProbe probe, LongSupplier sideEffects, String inboxTable,
+public record ContractSettings<T>(String name, HandlerUnderTest<T> handler, @Nullable ConnectionFactory connectionFactory,
+    @Nullable String url, List<InMemoryDelivery<T>> messages, Function<? super Delivery<T>, @Nullable String> messageId,
+    Function<Connection, Publisher<?>> reset, EffectProbe probe, @Nullable LongSupplier sideEffects, String inboxTable,
     Duration stepTimeout) {
 }

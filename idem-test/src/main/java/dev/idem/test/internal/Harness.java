@@ -18,6 +18,7 @@ import java.util.UUID;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
+import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Publisher;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
@@ -37,7 +38,7 @@ final class Harness<T> implements AutoCloseable {
 
   private final ContractSettings<T> settings;
   private final ConnectionFactory connections;
-  private final ConnectionPool ownPool;
+  private final @Nullable ConnectionPool ownPool;
   private final PostgresInbox inbox;
   /**
    * One runner for every consumer of the run: each keeps a few connections between transactions,
@@ -56,8 +57,10 @@ final class Harness<T> implements AutoCloseable {
       this.connections = pool;
       this.ownPool = null;
     } else {
-      this.ownPool = settings.url() != null ? PostgresConnections.pool(settings.url(), POOL_SIZE)
-          : PostgresConnections.pool(settings.connectionFactory(), POOL_SIZE);
+      String url = settings.url();
+      this.ownPool = url != null ? PostgresConnections.pool(url, POOL_SIZE)
+          : PostgresConnections.pool(Objects.requireNonNull(settings.connectionFactory(),
+              "the builder requires a connection factory or a URL"), POOL_SIZE);
       this.connections = ownPool;
     }
     this.inbox = PostgresInbox.create(connections, settings.inboxTable());
@@ -115,8 +118,8 @@ final class Harness<T> implements AutoCloseable {
   /** Processes the deliveries to completion. */
   List<Outcome<T>> process(IdempotentConsumer<T> consumer, List<InMemoryDelivery<T>> batch) {
     deliveries += batch.size();
-    return await(consumer.process(Flux.fromIterable(batch)).collectList(),
-        "processing " + batch.size() + " deliveries");
+    return Objects.requireNonNull(await(consumer.process(Flux.fromIterable(batch)).collectList(),
+        "processing " + batch.size() + " deliveries"), "collectList() emits a list");
   }
 
   /**
@@ -162,12 +165,12 @@ final class Harness<T> implements AutoCloseable {
     return values == null ? List.of() : values;
   }
 
-  private List<Object> withConnection(Function<Connection, Publisher<?>> work, String what) {
+  private @Nullable List<Object> withConnection(Function<Connection, Publisher<?>> work, String what) {
     return await(Flux.usingWhen(connections.create(), work, Connection::close).<Object>map(v -> v).collectList(),
         what);
   }
 
-  private <R> R await(Mono<R> work, String what) {
+  private <R> @Nullable R await(Mono<R> work, String what) {
     try {
       return work.block(settings.stepTimeout());
     } catch (IllegalStateException timeout) {

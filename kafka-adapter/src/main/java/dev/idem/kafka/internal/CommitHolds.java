@@ -7,9 +7,11 @@ import java.util.Collection;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.TreeMap;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.TopicPartition;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -31,7 +33,7 @@ final class CommitHolds {
   private boolean closed;
 
   /** One record whose dead letter failed for good. */
-  private record Hold(String id, String deadLetterTopic, String error, long sinceNanos) {}
+  private record Hold(@Nullable String id, String deadLetterTopic, String error, long sinceNanos) {}
 
   /**
    * @param source the consumer group, for log lines
@@ -51,9 +53,9 @@ final class CommitHolds {
    * @param deadLetterTopic where its dead letter went
    * @param error why it failed
    */
-  void deadLetterFailed(ConsumerRecord<?, ?> record, String id, String deadLetterTopic, Throwable error) {
+  void deadLetterFailed(ConsumerRecord<?, ?> record, @Nullable String id, String deadLetterTopic, Throwable error) {
     TopicPartition tp = new TopicPartition(record.topic(), record.partition());
-    String text = LogText.error(error);
+    String text = Objects.requireNonNull(LogText.error(error), "the text of an error");
     synchronized (this) {
       if (!closed && held.computeIfAbsent(tp, k -> new TreeMap<>())
           .putIfAbsent(record.offset(), new Hold(id, deadLetterTopic, text, System.nanoTime())) != null) {

@@ -2,9 +2,11 @@ package dev.idem.kafka.internal;
 
 import dev.idem.internal.LogText;
 import java.time.Duration;
+import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
+import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Subscription;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -44,7 +46,7 @@ final class CommitOnCancel {
 
   /** The latest acknowledged offset of one consumer. */
   static final class Acked {
-    private volatile ReceiverOffset latest;
+    private volatile @Nullable ReceiverOffset latest;
 
     void acknowledged(ReceiverOffset offset) {
       latest = offset;
@@ -94,7 +96,7 @@ final class CommitOnCancel {
     private final CoreSubscriber<? super R> actual;
     private final Acked acked;
     private final AtomicBoolean cancelled = new AtomicBoolean();
-    private Subscription upstream;
+    private @Nullable Subscription upstream;
 
     Relay(CoreSubscriber<? super R> actual, Acked acked) {
       this.actual = actual;
@@ -135,7 +137,7 @@ final class CommitOnCancel {
 
     @Override
     public void request(long n) {
-      upstream.request(n);
+      Objects.requireNonNull(upstream, "onSubscribe comes first").request(n);
     }
 
     @Override
@@ -155,7 +157,7 @@ final class CommitOnCancel {
             return Mono.empty();
           })
           .doFinally(signal -> {
-            upstream.cancel();
+            Objects.requireNonNull(upstream, "onSubscribe comes first").cancel();
             pending.remove(finished);
             done.tryEmitEmpty();
           })

@@ -9,6 +9,7 @@ import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.errors.RetriableException;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Mono;
@@ -31,7 +32,7 @@ public final class DeadLetterPublisher implements AutoCloseable {
   private final String idHeader;
   private final Duration firstBackoff;
   private final Duration maxBackoff;
-  private final AutoCloseable producerMetrics;
+  private final @Nullable AutoCloseable producerMetrics;
 
   DeadLetterPublisher(ProducerSends sender, UnaryOperator<String> topicNaming, String idHeader,
       Duration firstBackoff, Duration maxBackoff) {
@@ -39,7 +40,7 @@ public final class DeadLetterPublisher implements AutoCloseable {
   }
 
   private DeadLetterPublisher(ProducerSends sender, UnaryOperator<String> topicNaming, String idHeader,
-      Duration firstBackoff, Duration maxBackoff, AutoCloseable producerMetrics) {
+      Duration firstBackoff, Duration maxBackoff, @Nullable AutoCloseable producerMetrics) {
     this.producerMetrics = producerMetrics;
     this.sender = sender;
     this.topicNaming = topicNaming;
@@ -70,7 +71,7 @@ public final class DeadLetterPublisher implements AutoCloseable {
    * @param deadLetter why it is dead-lettered
    * @return completes when the broker acknowledged the dead-letter record
    */
-  public Mono<Void> publish(ConsumerRecord<byte[], byte[]> original, String messageId, DeadLetter deadLetter) {
+  public Mono<Void> publish(ConsumerRecord<byte[], byte[]> original, @Nullable String messageId, DeadLetter deadLetter) {
     return Mono.defer(() -> {
       String topic = deadLetterTopic(original.topic());
       ProducerRecord<byte[], byte[]> record = DeadLetterRecords.deadLetterRecord(topic, original, messageId, idHeader, deadLetter);

@@ -8,6 +8,7 @@ import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.Headers;
 import org.apache.kafka.common.header.internals.RecordHeaders;
+import org.jspecify.annotations.Nullable;
 
 /** Builds dead-letter records and the records that replay them. Pure functions. */
 public final class DeadLetterRecords {
@@ -18,7 +19,7 @@ public final class DeadLetterRecords {
   private DeadLetterRecords() {}
 
   /** The text, or its first characters and {@code "..."} in {@link #MAX_TEXT_HEADER_LENGTH} characters; never splits a surrogate pair. */
-  static String truncate(String text) {
+  static @Nullable String truncate(@Nullable String text) {
     if (text == null || text.length() <= MAX_TEXT_HEADER_LENGTH) {
       return text;
     }
@@ -42,7 +43,7 @@ public final class DeadLetterRecords {
    * @return the record to publish
    */
   public static ProducerRecord<byte[], byte[]> deadLetterRecord(String deadLetterTopic, ConsumerRecord<byte[], byte[]> original,
-      String messageId, String idHeader, DeadLetter deadLetter) {
+      @Nullable String messageId, String idHeader, DeadLetter deadLetter) {
     Headers headers = new RecordHeaders();
     for (Header h : original.headers()) {
       if (!h.key().startsWith(DeadLetterHeaders.PREFIX) && !(messageId != null && h.key().equals(idHeader))) {
@@ -83,7 +84,7 @@ public final class DeadLetterRecords {
     return new ProducerRecord<>(originalTopic, null, null, deadLetter.key(), deadLetter.value(), headers);
   }
 
-  private static void put(Headers headers, String name, String value) {
+  private static void put(Headers headers, String name, @Nullable String value) {
     if (value != null) {
       headers.remove(name);
       headers.add(name, value.getBytes(StandardCharsets.UTF_8));

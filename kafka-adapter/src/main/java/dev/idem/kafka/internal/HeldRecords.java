@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The records one share consumer holds an acquisition lock on, and where each stands: acquired
@@ -28,7 +29,7 @@ final class HeldRecords {
     private State state = State.ACQUIRED;
     /** When the lock was last taken or renewed ({@link System#nanoTime()}). */
     private long lockedAt;
-    private ShareSettlement waiting;
+    private @Nullable ShareSettlement waiting;
 
     private Held(ConsumerRecord<byte[], byte[]> record, int deliveryCount, long now) {
       this.record = record;
@@ -50,7 +51,7 @@ final class HeldRecords {
     }
 
     /** The settlement that came while the record was renewing, or null. */
-    ShareSettlement waiting() {
+    @Nullable ShareSettlement waiting() {
       return waiting;
     }
   }
@@ -106,7 +107,7 @@ final class HeldRecords {
   }
 
   /** The held record a settlement means: same offset and same delivery, or null. */
-  Held get(ConsumerRecord<?, ?> record) {
+  @Nullable Held get(ConsumerRecord<?, ?> record) {
     Held h = held.get(Key.of(record));
     return h != null && h.deliveryCount == ShareClients.deliveryCount(record) ? h : null;
   }
@@ -122,7 +123,7 @@ final class HeldRecords {
   }
 
   /** Takes the settlement a returned record waited with. */
-  ShareSettlement takeWaiting(Held record) {
+  @Nullable ShareSettlement takeWaiting(Held record) {
     ShareSettlement settlement = record.waiting;
     record.waiting = null;
     return settlement;
@@ -197,7 +198,7 @@ final class HeldRecords {
   }
 
   /** The acquired record whose lock was taken longest ago, or null. */
-  Held oldestAcquired() {
+  @Nullable Held oldestAcquired() {
     Held oldest = null;
     for (Held h : held.values()) {
       if (h.state == State.ACQUIRED && (oldest == null || h.lockedAt < oldest.lockedAt)) {

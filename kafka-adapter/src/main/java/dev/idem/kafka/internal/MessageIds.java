@@ -12,6 +12,7 @@ import java.util.List;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.Headers;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Resolves a record's message id: the extractor when one is configured, else the id header;
@@ -30,7 +31,7 @@ public final class MessageIds<T> {
   private static final int SHOWN_BYTES = 32;
 
   private final String header;
-  private final MessageIdExtractor<T> extractor;
+  private final @Nullable MessageIdExtractor<T> extractor;
   private final boolean offsetFallback;
 
   /**
@@ -38,7 +39,7 @@ public final class MessageIds<T> {
    * @param extractor the extractor, or {@code null}
    * @param offsetFallback whether to fall back to {@code topic/partition/offset}
    */
-  public MessageIds(String header, MessageIdExtractor<T> extractor, boolean offsetFallback) {
+  public MessageIds(String header, @Nullable MessageIdExtractor<T> extractor, boolean offsetFallback) {
     this.header = header;
     this.extractor = extractor;
     this.offsetFallback = offsetFallback;
@@ -52,7 +53,7 @@ public final class MessageIds<T> {
    * @return the id, or {@code null} when there is none and the fallback is off
    * @throws InvalidIdException when the id header is not UTF-8 or appears with different values
    */
-  public String resolve(ConsumerRecord<byte[], byte[]> record, T payload) {
+  public @Nullable String resolve(ConsumerRecord<byte[], byte[]> record, @Nullable T payload) {
     String id = extractor != null ? extractor.messageId(record, payload) : headerId(record.headers());
     if (id != null && !id.isBlank()) {
       return id;
@@ -60,7 +61,7 @@ public final class MessageIds<T> {
     return offsetFallback ? offsetId(record.topic(), record.partition(), record.offset()) : null;
   }
 
-  private String headerId(Headers headers) {
+  private @Nullable String headerId(Headers headers) {
     // One header is the usual case: no list, no stream, no decoder object for an ASCII id.
     byte[] value = null;
     boolean found = false;
@@ -146,7 +147,7 @@ public final class MessageIds<T> {
    * @param name the header name
    * @return the value, or {@code null} when absent or valueless
    */
-  public static String lastHeader(Headers headers, String name) {
+  public static @Nullable String lastHeader(Headers headers, String name) {
     Header h = headers.lastHeader(name);
     return h == null || h.value() == null ? null : new String(h.value(), StandardCharsets.UTF_8);
   }

@@ -11,12 +11,14 @@ import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.kafka.common.Metric;
 import org.apache.kafka.common.MetricName;
 import org.apache.kafka.clients.consumer.ShareConsumer;
+import org.jspecify.annotations.Nullable;
 
 /**
  * {@link ShareMeters} on Micrometer. Micrometer's {@code KafkaClientMetrics} binds consumers,
@@ -39,7 +41,7 @@ final class MicrometerShareMeters implements ShareMeters {
   private final Meter heldGauge;
   private final List<Meter> clientMeters = new ArrayList<>();
   private final Set<MetricName> bound = new HashSet<>();
-  private ShareConsumer<?, ?> consumer;
+  private @Nullable ShareConsumer<?, ?> consumer;
   private long refreshedAt;
 
   MicrometerShareMeters(Object registry, String group, int index) {
@@ -91,7 +93,8 @@ final class MicrometerShareMeters implements ShareMeters {
 
   private void refresh() {
     refreshedAt = System.nanoTime();
-    for (Map.Entry<MetricName, ? extends Metric> entry : consumer.metrics().entrySet()) {
+    ShareConsumer<?, ?> c = Objects.requireNonNull(consumer, "refreshed while bound");
+    for (Map.Entry<MetricName, ? extends Metric> entry : c.metrics().entrySet()) {
       MetricName name = entry.getKey();
       if (!bound.add(name) || !(entry.getValue().metricValue() instanceof Number)) {
         continue;

@@ -5,6 +5,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.jspecify.annotations.Nullable;
 
 /**
  * What makes {@link KafkaSourceOptions} valid, checked by its builder: the required settings are
@@ -25,24 +26,39 @@ public final class OptionRules {
   private OptionRules() {}
 
   /**
-   * Checks a source's options.
+   * Checks that a builder has the required settings, before it makes the options.
    *
-   * @param options the options the builder made
-   * @throws IllegalArgumentException naming the setting or property that is missing or breaks a rule
+   * @param bootstrapServers the builder's bootstrap servers, or {@code null}
+   * @param groupId the builder's group id, or {@code null}
+   * @param topics the builder's topics
+   * @param valueDeserializer the builder's value deserializer, or {@code null}
+   * @throws IllegalArgumentException naming the setting that is missing
    */
-  public static void check(KafkaSourceOptions<?> options) {
-    if (options.bootstrapServers() == null) {
+  public static void checkRequired(@Nullable String bootstrapServers, @Nullable String groupId, List<String> topics,
+      @Nullable Object valueDeserializer) {
+    if (bootstrapServers == null) {
       throw new IllegalArgumentException("bootstrapServers is required (for example \"localhost:9092\")");
     }
-    if (options.groupId() == null) {
+    if (groupId == null) {
       throw new IllegalArgumentException("groupId is required");
     }
-    if (options.topics().isEmpty()) {
+    if (topics.isEmpty()) {
       throw new IllegalArgumentException("topics is required: name at least one topic");
     }
-    if (options.valueDeserializer() == null) {
+    if (valueDeserializer == null) {
       throw new IllegalArgumentException("valueDeserializer is required");
     }
+  }
+
+  /**
+   * Checks the rest of a source's options, once {@link #checkRequired} passed.
+   *
+   * @param options the options the builder made
+   * @param <T> the payload type
+   * @return the options
+   * @throws IllegalArgumentException naming the setting or property that breaks a rule
+   */
+  public static <T> KafkaSourceOptions<T> check(KafkaSourceOptions<T> options) {
     if (options.prefetch() < 1) {
       throw new IllegalArgumentException("prefetch must be at least 1, was " + options.prefetch());
     }
@@ -57,6 +73,7 @@ public final class OptionRules {
           + ") must not be shorter than first (" + options.reconnectBackoff() + ")");
     }
     checkClientProperties(options.consumerProperties(), options.producerProperties(), options.revocationGracePeriod());
+    return options;
   }
 
   private static void checkClientProperties(Map<String, Object> consumer, Map<String, Object> producer,

@@ -9,6 +9,7 @@ import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
@@ -26,6 +27,7 @@ import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.InterruptException;
 import org.apache.kafka.common.errors.RebalanceInProgressException;
 import org.apache.kafka.common.errors.WakeupException;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.publisher.FluxSink;
@@ -76,7 +78,7 @@ final class PollLoop implements Runnable, ConsumerRebalanceListener {
   private final UnassignedWatch unassigned;
   private volatile boolean stopping;
   private volatile boolean starved;
-  private volatile Consumer<byte[], byte[]> consumer;
+  private volatile @Nullable Consumer<byte[], byte[]> consumer;
   private long handedOut;
   /** {@link #handedOut} as of the last poll, for other threads. */
   private volatile long handedOutSnapshot;
@@ -276,7 +278,8 @@ final class PollLoop implements Runnable, ConsumerRebalanceListener {
     offsets.keySet().forEach(tp -> owners.put(tp, assigned.get(tp)));
     c.commitAsync(offsets, (committed, error) -> {
       if (error == null) {
-        committed.forEach((tp, om) -> owners.get(tp).committed(om.offset()));
+        committed.forEach((tp, om) ->
+            Objects.requireNonNull(owners.get(tp), "committed only what was asked").committed(om.offset()));
         if (failedCommits > 0) {
           log.info("Kafka source '{}' commits again after {} failed commits", name, failedCommits);
           failedCommits = 0;
@@ -374,7 +377,8 @@ final class PollLoop implements Runnable, ConsumerRebalanceListener {
     if (!stopping) {
       awaitSettled(revoked);
     }
-    commitSync(consumer, revoked, "before the revocation of their partitions");
+    commitSync(Objects.requireNonNull(consumer, "the consumer's poll calls this"), revoked,
+        "before the revocation of their partitions");
     forget(partitions);
   }
 
@@ -421,7 +425,7 @@ final class PollLoop implements Runnable, ConsumerRebalanceListener {
   // Consumer.close(Duration) is deprecated from kafka-clients 4.1 on for close(CloseOptions), which
   // 3.9 does not have; close(Duration) runs on both.
   @SuppressWarnings("deprecation")
-  private void close(Consumer<byte[], byte[]> c, Throwable failure) {
+  private void close(Consumer<byte[], byte[]> c, @Nullable Throwable failure) {
     try {
       if (failure == null || !(failure instanceof InterruptException)) {
         commitSync(c, new ArrayList<>(assigned.values()), failure == null ? "before closing" : "before closing after an error");
@@ -439,7 +443,7 @@ final class PollLoop implements Runnable, ConsumerRebalanceListener {
     assigned.clear();
   }
 
-  private static void closeQuietly(AutoCloseable closeable) {
+  private static void closeQuietly(@Nullable AutoCloseable closeable) {
     if (closeable != null) {
       try {
         closeable.close();

@@ -4,6 +4,7 @@ import dev.idem.internal.LogText;
 import dev.idem.kafka.KafkaSourceOptions;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.serialization.Deserializer;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -20,7 +21,7 @@ final class RecordDecoder<T> {
   private static final Logger log = LoggerFactory.getLogger(RecordDecoder.class);
 
   /** What a record says. */
-  record Decoded<T>(T payload, Throwable decodingFailure, String id, String invalidId) {}
+  record Decoded<T>(@Nullable T payload, @Nullable Throwable decodingFailure, @Nullable String id, @Nullable String invalidId) {}
 
   private final Deserializer<T> deserializer;
   private final MessageIds<T> ids;

@@ -11,6 +11,7 @@ import java.util.Map;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.record.TimestampType;
+import org.jspecify.annotations.Nullable;
 
 /**
  * What a Kafka record says as a {@link dev.idem.Delivery}, whichever group read it: the decoded
@@ -23,7 +24,7 @@ public abstract class RecordDelivery<T> extends AbstractDelivery<T> {
 
   private final ConsumerRecord<byte[], byte[]> record;
   private final RecordDecoder.Decoded<T> decoded;
-  private String orderingKey;
+  private @Nullable String orderingKey;
 
   RecordDelivery(ConsumerRecord<byte[], byte[]> record, RecordDecoder.Decoded<T> decoded) {
     this.record = record;
@@ -39,7 +40,7 @@ public abstract class RecordDelivery<T> extends AbstractDelivery<T> {
    *     {@link dev.idem.DeadLetterReason#INVALID_ID}, its headers kept byte for byte
    */
   @Override
-  public String id() {
+  public @Nullable String id() {
     if (decoded.invalidId() != null) {
       throw new IllegalArgumentException("invalid message id of " + coordinates() + ": " + decoded.invalidId());
     }
@@ -47,12 +48,12 @@ public abstract class RecordDelivery<T> extends AbstractDelivery<T> {
   }
 
   @Override
-  public T payload() {
+  public @Nullable T payload() {
     return decoded.payload();
   }
 
   @Override
-  public Throwable decodingFailure() {
+  public @Nullable Throwable decodingFailure() {
     return decoded.decodingFailure();
   }
 
@@ -86,7 +87,7 @@ public abstract class RecordDelivery<T> extends AbstractDelivery<T> {
 
   /** The record key as UTF-8 (decoded leniently), or {@code null} for a record without a key. */
   @Override
-  public String key() {
+  public @Nullable String key() {
     byte[] key = record.key();
     return key == null ? null : new String(key, StandardCharsets.UTF_8);
   }
@@ -109,7 +110,7 @@ public abstract class RecordDelivery<T> extends AbstractDelivery<T> {
   }
 
   @Override
-  public Instant timestamp() {
+  public @Nullable Instant timestamp() {
     return record.timestampType() == TimestampType.NO_TIMESTAMP_TYPE || record.timestamp() < 0 ? null : Instant.ofEpochMilli(record.timestamp());
   }
 
@@ -123,7 +124,7 @@ public abstract class RecordDelivery<T> extends AbstractDelivery<T> {
   }
 
   /** The id as the logs show it. */
-  String idForLogs() {
+  @Nullable String idForLogs() {
     return decoded.invalidId() != null ? "<invalid: " + decoded.invalidId() + ">" : decoded.id();
   }
 
@@ -133,7 +134,7 @@ public abstract class RecordDelivery<T> extends AbstractDelivery<T> {
   }
 
   /** The decoded id, {@code null} when the record has none or it is invalid. */
-  String decodedId() {
+  @Nullable String decodedId() {
     return decoded.id();
   }
 

@@ -3,6 +3,7 @@ package dev.idem.kafka.internal;
 import java.lang.reflect.Method;
 import java.util.Optional;
 import org.apache.kafka.clients.consumer.AcknowledgeType;
+import org.jspecify.annotations.Nullable;
 
 /**
  * What the kafka-clients jar on the class path offers a share-group source: the share consumer
@@ -16,9 +17,9 @@ final class ShareClients {
   /** The oldest kafka-clients whose share consumer Idem reads. */
   static final String MINIMUM_VERSION = "4.1";
 
-  private static final Method LOCK_TIMEOUT = method("org.apache.kafka.clients.consumer.ShareConsumer", "acquisitionLockTimeoutMs");
-  private static final Method DELIVERY_COUNT = method("org.apache.kafka.clients.consumer.ConsumerRecord", "deliveryCount");
-  private static final AcknowledgeType RENEW = renewType();
+  private static final @Nullable Method LOCK_TIMEOUT = method("org.apache.kafka.clients.consumer.ShareConsumer", "acquisitionLockTimeoutMs");
+  private static final @Nullable Method DELIVERY_COUNT = method("org.apache.kafka.clients.consumer.ConsumerRecord", "deliveryCount");
+  private static final @Nullable AcknowledgeType RENEW = renewType();
 
   private ShareClients() {}
 
@@ -102,7 +103,7 @@ final class ShareClients {
     return Optional.ofNullable(RENEW);
   }
 
-  private static AcknowledgeType renewType() {
+  private static @Nullable AcknowledgeType renewType() {
     for (AcknowledgeType type : AcknowledgeType.values()) {
       if (type.name().equals("RENEW")) {
         return type;
@@ -111,7 +112,7 @@ final class ShareClients {
     return null;
   }
 
-  private static Method method(String type, String name) {
+  private static @Nullable Method method(String type, String name) {
     try {
       return Class.forName(type).getMethod(name);
     } catch (ReflectiveOperationException | LinkageError e) {

@@ -6,6 +6,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
@@ -20,6 +21,7 @@ import org.apache.kafka.clients.consumer.ShareConsumer;
 import org.apache.kafka.common.TopicIdPartition;
 import org.apache.kafka.common.errors.UnsupportedVersionException;
 import org.apache.kafka.common.errors.WakeupException;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.publisher.FluxSink;
@@ -79,9 +81,9 @@ final class ShareLoop<T> implements Runnable {
   private final Thread thread;
   private volatile boolean stopping;
   private volatile boolean done;
-  private volatile ShareConsumer<byte[], byte[]> consumer;
+  private volatile @Nullable ShareConsumer<byte[], byte[]> consumer;
   /** {@code RENEW}, while the client offers it and the broker has not refused it. */
-  private AcknowledgeType renew = ShareClients.renew().orElse(null);
+  private @Nullable AcknowledgeType renew = ShareClients.renew().orElse(null);
   private long lockNanos = TimeUnit.MILLISECONDS.toNanos(DEFAULT_LOCK_MILLIS);
   private boolean renewedBefore;
   /** The lock time of the records last warned about, so that a poll's records are warned about once. */
@@ -181,7 +183,7 @@ final class ShareLoop<T> implements Runnable {
   private void take(HeldRecords.Polled polled) {
     lost(polled.lost(), "the broker delivered it again before its renewal came back");
     for (HeldRecords.Held returned : polled.returned()) {
-      apply(held.takeWaiting(returned));
+      apply(Objects.requireNonNull(held.takeWaiting(returned), "a returned record brings its settlement"));
     }
     for (ConsumerRecord<byte[], byte[]> record : polled.fresh()) {
       sink.next(deliveries.apply(record, this::settle));
@@ -220,7 +222,7 @@ final class ShareLoop<T> implements Runnable {
    * unanswered within the lock are given up.
    */
   private void awaitRenewalAnswers() throws InterruptedException {
-    consumer.commitAsync();
+    consumer().commitAsync();
     long now = System.nanoTime();
     lost(held.dropOverdue(now, lockNanos), "its renewal was not answered within the lock");
     int unanswered = held.forgetUnansweredSentBefore(now - lockNanos - ANSWER_LIMIT_NANOS);
@@ -244,7 +246,7 @@ final class ShareLoop<T> implements Runnable {
     long oldestMillis = HeldRecords.heldMillis(oldest, now);
     try {
       for (HeldRecords.Held h : acquired) {
-        consumer.acknowledge(h.record(), renew);
+        consumer().acknowledge(h.record(), renew);
         held.renewing(h, now);
       }
     } catch (RuntimeException e) {
@@ -254,7 +256,7 @@ final class ShareLoop<T> implements Runnable {
       return;
     }
     // Out now, on an acknowledgement request: a poll would carry it too, but would also fetch.
-    consumer.commitAsync();
+    consumer().commitAsync();
     meters.renewed(acquired.size());
     String line = "Kafka share source '{}' renews the acquisition locks of {} records still in flight, the oldest ({}) for {} ms of"
         + " its {} ms lock";
@@ -287,7 +289,7 @@ final class ShareLoop<T> implements Runnable {
     }
     held.remove(record);
     try {
-      consumer.acknowledge(record.record(), settlement.type());
+      consumer().acknowledge(record.record(), settlement.type());
       settlement.sink().success();
     } catch (RuntimeException e) {
       settlement.sink().error(e);
@@ -381,6 +383,11 @@ final class ShareLoop<T> implements Runnable {
       refuseQueued();
       closed.complete(null);
     }
+  }
+
+  /** The consumer, which {@link #run()} creates before the loop calls anything that uses it. */
+  private ShareConsumer<byte[], byte[]> consumer() {
+    return Objects.requireNonNull(consumer, "created when the loop starts");
   }
 
   private void refuseQueued() {

@@ -1,6 +1,7 @@
 package dev.idem.kafka.internal;
 
 import org.apache.kafka.clients.consumer.ShareConsumer;
+import org.jspecify.annotations.Nullable;
 
 /**
  * What one share consumer reports to meters: its client's metrics, the records it holds, the
@@ -20,7 +21,7 @@ interface ShareMeters {
    * @param index which of the source's consumers, the meters' {@code idem.share.consumer} tag
    * @return the meters
    */
-  static ShareMeters of(Object registry, String group, int index) {
+  static ShareMeters of(@Nullable Object registry, String group, int index) {
     return registry == null ? NONE : new MicrometerShareMeters(registry, group, index);
   }
 

@@ -6,6 +6,7 @@ import dev.idem.kafka.KafkaEngine;
 import dev.idem.kafka.KafkaSourceOptions;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
@@ -18,6 +19,7 @@ import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.common.config.ConfigException;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.Disposable;
@@ -131,11 +133,12 @@ public final class SourceEngine<T> implements AutoCloseable {
                 options.groupId(), signal.totalRetriesInARow() + 1, LogText.error(signal.failure())))
             .onRetryExhaustedThrow((spec, signal) -> signal.failure()))
         .onErrorMap(error -> configError(error) != null, error -> new IllegalArgumentException(kind + " '"
-            + options.groupId() + "' cannot create its consumer: " + configError(error).getMessage(), error));
+            + options.groupId() + "' cannot create its consumer: "
+            + Objects.requireNonNull(configError(error), "matched above").getMessage(), error));
   }
 
   /** The configuration error behind {@code error}, or {@code null}: recreating the consumer cannot fix one. */
-  static ConfigException configError(Throwable error) {
+  static @Nullable ConfigException configError(Throwable error) {
     for (Throwable t = error; t != null; t = t.getCause() == t ? null : t.getCause()) {
       if (t instanceof ConfigException config) {
         return config;

@@ -1,2 +1,5 @@
 /** Implementation of the Kafka adapter; nothing here is API. */
+@NullMarked
 package dev.idem.kafka.internal;
+
+import org.jspecify.annotations.NullMarked;

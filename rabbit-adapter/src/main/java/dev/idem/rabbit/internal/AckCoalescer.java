@@ -11,6 +11,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.NavigableMap;
+import java.util.Objects;
 import java.util.Queue;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -313,7 +314,7 @@ final class AckCoalescer {
     ageCheckScheduled = false;
     long now = System.nanoTime();
     for (ConsumerSession session : List.copyOf(held.keySet())) {
-      NavigableMap<Long, Pending> mine = held.get(session);
+      NavigableMap<Long, Pending> mine = Objects.requireNonNull(held.get(session), "only this loop removes its own session");
       sendRun(session, mine);
       long oldest = Long.MAX_VALUE;
       for (Pending p : mine.values()) {

@@ -19,6 +19,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Mono;
@@ -69,7 +70,7 @@ public final class ConfirmingPublisher implements AutoCloseable {
   private final ExecutorService thread;
   private volatile boolean closed;
   /** Only touched on {@link #thread}, and by {@link #close()} after that thread ended. */
-  private ConfirmChannel current;
+  private @Nullable ConfirmChannel current;
 
   /**
    * Creates a publisher; nothing is opened until the first publish.
@@ -189,7 +190,7 @@ public final class ConfirmingPublisher implements AutoCloseable {
      * @throws IOException when the broker cannot be reached
      * @throws TimeoutException when connecting timed out
      */
-    Channel open() throws IOException, TimeoutException;
+    @Nullable Channel open() throws IOException, TimeoutException;
   }
 
   /** One publish and its caller's sink; completed at most once (whoever removes it from the pending map). */
@@ -200,8 +201,8 @@ public final class ConfirmingPublisher implements AutoCloseable {
     final byte[] body;
     final MonoSink<Void> sink;
     volatile boolean cancelled;
-    volatile Return returned;
-    private volatile ConfirmChannel channel;
+    volatile @Nullable Return returned;
+    private volatile @Nullable ConfirmChannel channel;
     private volatile long sequence;
 
     Outbound(String exchange, String routingKey, AMQP.BasicProperties properties, byte[] body, MonoSink<Void> sink) {
@@ -235,7 +236,7 @@ public final class ConfirmingPublisher implements AutoCloseable {
   private final class ConfirmChannel {
     final Channel channel;
     private final ConcurrentNavigableMap<Long, Outbound> pending = new ConcurrentSkipListMap<>();
-    private volatile ShutdownSignalException closedBy;
+    private volatile @Nullable ShutdownSignalException closedBy;
     private volatile boolean broken;
 
     ConfirmChannel(Channel channel) throws IOException {

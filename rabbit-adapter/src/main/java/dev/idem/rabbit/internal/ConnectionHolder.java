@@ -5,6 +5,7 @@ import com.rabbitmq.client.ConnectionFactory;
 import dev.idem.internal.LogText;
 import java.io.IOException;
 import java.util.concurrent.TimeoutException;
+import org.jspecify.annotations.Nullable;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Mono;
@@ -20,7 +21,7 @@ public final class ConnectionHolder implements AutoCloseable {
 
   private final ConnectionFactory factory;
   private final String name;
-  private Connection current;
+  private @Nullable Connection current;
   private boolean closed;
 
   /**

@@ -1,6 +1,8 @@
 package dev.idem.rabbit.internal;
 
 import java.util.Map;
+import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 
 /**
  * Computes {@link dev.idem.Delivery#deliveryAttempt()} from what RabbitMQ tells a consumer: the
@@ -20,7 +22,7 @@ public final class DeliveryAttempts {
    *     non-negative number; otherwise 2 for a redelivery (the broker says only "at least once
    *     before")
    */
-  public static int of(boolean redelivered, Map<String, Object> headers) {
+  public static int of(boolean redelivered, @Nullable Map<String, Object> headers) {
     int fromFlag = redelivered ? 2 : 1;
     Object count = headers == null ? null : headers.get("x-delivery-count");
     long previous = -1;
@@ -28,7 +30,7 @@ public final class DeliveryAttempts {
       previous = number.longValue();
     } else if (count != null) {
       try {
-        previous = Long.parseLong(HeaderValues.render(count).trim());
+        previous = Long.parseLong(Objects.requireNonNull(HeaderValues.render(count), "the text of a value").trim());
       } catch (NumberFormatException e) {
         previous = -1;
       }

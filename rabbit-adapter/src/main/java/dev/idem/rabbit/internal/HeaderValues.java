@@ -12,6 +12,7 @@ import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import org.jspecify.annotations.Nullable;
 
 /** Renders AMQP header values and properties as strings for {@link dev.idem.Delivery#headers()}. */
 public final class HeaderValues {
@@ -28,7 +29,7 @@ public final class HeaderValues {
    * @param value the value, may be {@code null}
    * @return the text or {@code null}
    */
-  public static String render(Object value) {
+  public static @Nullable String render(@Nullable Object value) {
     if (value == null) {
       return null;
     }
@@ -92,7 +93,7 @@ public final class HeaderValues {
    * @return the id, or {@code null} when the value is {@code null}
    * @throws IllegalArgumentException when the value cannot be an id, saying why
    */
-  public static String idText(String header, Object value) {
+  public static @Nullable String idText(String header, @Nullable Object value) {
     if (value == null) {
       return null;
     }
@@ -153,7 +154,7 @@ public final class HeaderValues {
     return "a value of type " + value.getClass().getName();
   }
 
-  private static void putIfPresent(Map<String, String> map, String key, String value) {
+  private static void putIfPresent(Map<String, String> map, @Nullable String key, @Nullable String value) {
     if (key != null && value != null) {
       map.put(key, value);
     }

@@ -9,6 +9,7 @@ import dev.idem.internal.LogText;
 import java.time.Instant;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;
+import org.jspecify.annotations.Nullable;
 import reactor.core.publisher.Mono;
 
 /**
@@ -30,21 +31,22 @@ public final class RabbitDelivery<T> extends AbstractDelivery<T> {
   private final Envelope envelope;
   private final AMQP.BasicProperties properties;
   private final byte[] body;
-  private final String id;
-  private final IllegalArgumentException idFailure;
-  private final T payload;
-  private final Throwable decodingFailure;
-  private final String orderingKey;
+  private final @Nullable String id;
+  private final @Nullable IllegalArgumentException idFailure;
+  private final @Nullable T payload;
+  private final @Nullable Throwable decodingFailure;
+  private final @Nullable String orderingKey;
   private final int attempt;
   /** The headers rendered as text, on first use: most handlers never read them. */
-  private volatile Map<String, String> headers;
+  private volatile @Nullable Map<String, String> headers;
   /** Set once this delivery stopped counting as unsettled on its channel. */
   private final AtomicBoolean released = new AtomicBoolean();
   /** Set once a dead letter of this delivery was confirmed by the broker. */
   private final AtomicBoolean deadLetterConfirmed = new AtomicBoolean();
 
   RabbitDelivery(ConsumerSession session, Settler settler, String queue, Envelope envelope, AMQP.BasicProperties properties,
-      byte[] body, String id, IllegalArgumentException idFailure, T payload, Throwable decodingFailure, String orderingKey) {
+      byte[] body, @Nullable String id, @Nullable IllegalArgumentException idFailure, @Nullable T payload,
+      @Nullable Throwable decodingFailure, @Nullable String orderingKey) {
     this.session = session;
     this.settler = settler;
     this.queue = queue;
@@ -66,7 +68,7 @@ public final class RabbitDelivery<T> extends AbstractDelivery<T> {
    * @throws IllegalArgumentException when the id could not be read, saying why
    */
   @Override
-  public String id() {
+  public @Nullable String id() {
     if (idFailure != null) {
       throw idFailure;
     }
@@ -83,12 +85,12 @@ public final class RabbitDelivery<T> extends AbstractDelivery<T> {
   }
 
   @Override
-  public T payload() {
+  public @Nullable T payload() {
     return payload;
   }
 
   @Override
-  public Throwable decodingFailure() {
+  public @Nullable Throwable decodingFailure() {
     return decodingFailure;
   }
 
@@ -104,7 +106,7 @@ public final class RabbitDelivery<T> extends AbstractDelivery<T> {
   }
 
   @Override
-  public String orderingKey() {
+  public @Nullable String orderingKey() {
     return orderingKey;
   }
 
@@ -115,7 +117,7 @@ public final class RabbitDelivery<T> extends AbstractDelivery<T> {
   }
 
   @Override
-  public Instant timestamp() {
+  public @Nullable Instant timestamp() {
     return properties.getTimestamp() == null ? null : properties.getTimestamp().toInstant();
   }
 

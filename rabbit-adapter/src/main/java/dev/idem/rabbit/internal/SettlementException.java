@@ -1,6 +1,7 @@
 package dev.idem.rabbit.internal;
 
 import dev.idem.internal.LogText;
+import org.jspecify.annotations.Nullable;
 
 /**
  * A delivery could not be settled with the broker; the message says whether the broker will
@@ -19,7 +20,7 @@ public final class SettlementException extends RuntimeException {
    * @param message what failed
    * @param trigger the underlying error, kept as suppressed, may be {@code null}
    */
-  public SettlementException(String message, Throwable trigger) {
+  public SettlementException(String message, @Nullable Throwable trigger) {
     super(message + (trigger == null ? "" : ": " + LogText.error(trigger)));
     if (trigger != null) {
       addSuppressed(trigger);

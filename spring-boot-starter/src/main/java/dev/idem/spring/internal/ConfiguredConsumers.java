@@ -11,6 +11,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Supplier;
+import org.jspecify.annotations.Nullable;
 import org.springframework.beans.factory.BeanFactory;
 import org.springframework.beans.factory.NoSuchBeanDefinitionException;
 import org.springframework.core.env.Environment;
@@ -36,7 +37,7 @@ public final class ConfiguredConsumers {
    * @return the definitions
    */
   public static List<IdemConsumerDefinition<?>> definitions(IdemProperties properties, BeanFactory beans, Environment environment,
-      Object meterRegistry) {
+      @Nullable Object meterRegistry) {
     List<IdemConsumerDefinition<?>> definitions = new ArrayList<>();
     for (Map.Entry<String, IdemProperties.Consumer> entry : properties.getConsumers().entrySet()) {
       if (entry.getValue().isEnabled()) {
@@ -47,7 +48,7 @@ public final class ConfiguredConsumers {
   }
 
   private static IdemConsumerDefinition<Object> definition(String name, IdemProperties.Consumer c, BeanFactory beans,
-      Environment environment, Object meterRegistry) {
+      Environment environment, @Nullable Object meterRegistry) {
     String at = PREFIX + name;
     try {
       MessageDecoder<Object> decoder = Decoders.of(at, c, beans);
@@ -93,7 +94,7 @@ public final class ConfiguredConsumers {
   }
 
   private static Supplier<ConsumerSource<Object>> source(String at, String name, IdemProperties.Consumer c, MessageDecoder<Object> decoder,
-      Environment environment, Object meterRegistry) {
+      Environment environment, @Nullable Object meterRegistry) {
     IdemProperties.Source s = c.getSource();
     if (s.getType() == null) {
       throw new IllegalArgumentException(at + ".source.type is required: kafka, kafka-share or rabbitmq");
@@ -129,7 +130,7 @@ public final class ConfiguredConsumers {
     }
   }
 
-  private static void rejectSet(String at, String otherType, Object... valuesAndNames) {
+  private static void rejectSet(String at, String otherType, @Nullable Object... valuesAndNames) {
     for (int i = 0; i < valuesAndNames.length; i += 2) {
       if (valuesAndNames[i] != null) {
         throw new IllegalArgumentException(at + ".source." + valuesAndNames[i + 1] + " applies to source.type " + otherType + " only");

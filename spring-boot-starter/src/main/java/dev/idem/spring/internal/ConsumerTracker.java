@@ -10,6 +10,7 @@ import java.util.IdentityHashMap;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.jspecify.annotations.Nullable;
 
 /**
  * The starter's {@link ConsumerMetrics}: forwards everything to the application's metrics (Micrometer
@@ -23,7 +24,7 @@ public final class ConsumerTracker implements ConsumerMetrics {
   private final ConsumerMetrics delegate;
   private final Map<Delivery<?>, Long> receivedAt = Collections.synchronizedMap(new IdentityHashMap<>());
   private final AtomicInteger failuresInARow = new AtomicInteger();
-  private volatile Throwable lastFailure;
+  private volatile @Nullable Throwable lastFailure;
 
   /**
    * Creates a tracker.
@@ -71,7 +72,7 @@ public final class ConsumerTracker implements ConsumerMetrics {
    *
    * @return the failure, or {@code null}
    */
-  public Throwable lastFailure() {
+  public @Nullable Throwable lastFailure() {
     return lastFailure;
   }
 

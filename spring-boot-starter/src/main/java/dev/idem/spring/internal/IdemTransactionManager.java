@@ -7,6 +7,8 @@ import io.r2dbc.spi.R2dbcException;
 import io.r2dbc.spi.R2dbcRollbackException;
 import io.r2dbc.spi.Wrapped;
 import java.time.Duration;
+import java.util.Objects;
+import org.jspecify.annotations.Nullable;
 import org.reactivestreams.Publisher;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -60,8 +62,10 @@ public final class IdemTransactionManager extends R2dbcTransactionManager {
       TransactionDefinition definition) {
     return Mono.deferContextual(context -> super.doBegin(synchronizationManager, transaction, definition)
         .then(Mono.fromRunnable(() -> {
-          TransactionAttempt attempt = context.getOrDefault(TransactionAttempt.class, new TransactionAttempt());
-          ConnectionHolder holder = (ConnectionHolder) synchronizationManager.getResource(obtainConnectionFactory());
+          TransactionAttempt attempt = context.<TransactionAttempt>getOrEmpty(TransactionAttempt.class)
+              .orElseGet(TransactionAttempt::new);
+          ConnectionHolder holder = (ConnectionHolder) Objects.requireNonNull(
+              synchronizationManager.getResource(obtainConnectionFactory()), "bound by super.doBegin");
           attempt.begun(holder.getConnection());
           synchronizationManager.bindResource(attemptKey, attempt);
         })));
@@ -92,7 +96,7 @@ public final class IdemTransactionManager extends R2dbcTransactionManager {
     return Mono.defer(() -> {
       TransactionAttempt attempt = attempt(synchronizationManager);
       Connection connection = attempt != null ? attempt.connection() : null;
-      if (connection == null) {
+      if (attempt == null || connection == null) {
         return super.doRollback(synchronizationManager, status);
       }
       // Never a cancel request once COMMIT was sent: it would end a wait for synchronous replication with the
@@ -133,7 +137,7 @@ public final class IdemTransactionManager extends R2dbcTransactionManager {
     return ex;
   }
 
-  private TransactionAttempt attempt(TransactionSynchronizationManager synchronizationManager) {
+  private @Nullable TransactionAttempt attempt(TransactionSynchronizationManager synchronizationManager) {
     return synchronizationManager.hasResource(attemptKey) ? (TransactionAttempt) synchronizationManager.getResource(attemptKey) : null;
   }
 

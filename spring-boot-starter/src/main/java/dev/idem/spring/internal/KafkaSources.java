@@ -10,14 +10,15 @@ import dev.idem.spring.MessageDecoder;
 import java.util.Map;
 import java.util.function.Supplier;
 import org.apache.kafka.common.serialization.Deserializer;
+import org.jspecify.annotations.Nullable;
 
 /** Kafka sources from configuration (consumer groups and share groups); loaded only when a consumer's source type is kafka or kafka-share. */
 final class KafkaSources {
 
   private KafkaSources() {}
 
-  static Supplier<ConsumerSource<Object>> source(String at, String name, IdemProperties.Source s, String bootstrapServers,
-      int prefetch, MessageDecoder<Object> decoder, Object meterRegistry) {
+  static Supplier<ConsumerSource<Object>> source(String at, String name, IdemProperties.Source s, @Nullable String bootstrapServers,
+      int prefetch, MessageDecoder<Object> decoder, @Nullable Object meterRegistry) {
     if (bootstrapServers == null || bootstrapServers.isBlank()) {
       throw new IllegalArgumentException(at + ".source.bootstrap-servers is required (or spring.kafka.bootstrap-servers)");
     }

@@ -1,6 +1,7 @@
 package dev.idem.spring.internal;
 
 import io.r2dbc.spi.Connection;
+import org.jspecify.annotations.Nullable;
 
 /**
  * What is known about one transaction of the {@code SpringTransactionRunner}, shared with
@@ -8,14 +9,14 @@ import io.r2dbc.spi.Connection;
  * known to be clean, whether it committed, whether it was cancelled, and the work's own error.
  */
 public final class TransactionAttempt {
-  private volatile Connection connection;
+  private volatile @Nullable Connection connection;
   /** False from BEGIN until a COMMIT or ROLLBACK completed. */
   private volatile boolean clean = true;
   private volatile boolean committed;
   /** Set when COMMIT is sent: from then on no cancel request is sent (see {@link IdemTransactionManager}). */
   private volatile boolean committing;
   private volatile boolean cancelled;
-  private volatile Throwable workError;
+  private volatile @Nullable Throwable workError;
 
   /** Creates the state of a transaction that has not begun. */
   public TransactionAttempt() {}
@@ -42,7 +43,7 @@ public final class TransactionAttempt {
     this.clean = true;
   }
 
-  Connection connection() {
+  @Nullable Connection connection() {
     return connection;
   }
 
@@ -84,7 +85,7 @@ public final class TransactionAttempt {
    *
    * @return the error, or {@code null} when the work did not fail
    */
-  public Throwable workError() {
+  public @Nullable Throwable workError() {
     return workError;
   }
 }

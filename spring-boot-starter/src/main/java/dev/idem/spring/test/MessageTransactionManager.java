@@ -4,6 +4,7 @@ import io.r2dbc.spi.Connection;
 import io.r2dbc.spi.ConnectionFactory;
 import io.r2dbc.spi.R2dbcRollbackException;
 import java.io.Serial;
+import org.jspecify.annotations.Nullable;
 import org.springframework.r2dbc.connection.ConnectionHolder;
 import org.springframework.transaction.TransactionDefinition;
 import org.springframework.transaction.reactive.AbstractReactiveTransactionManager;
@@ -37,7 +38,7 @@ final class MessageTransactionManager extends AbstractReactiveTransactionManager
 
   /** The state of one joined transaction: its holder, once bound. */
   private static final class Joined {
-    ConnectionHolder holder;
+    @Nullable ConnectionHolder holder;
   }
 
   @Override
