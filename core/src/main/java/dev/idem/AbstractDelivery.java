@@ -29,7 +29,8 @@ public abstract class AbstractDelivery<T> implements Delivery<T> {
   /** The settlement of a delivery acknowledged in place: done. */
   private static final Mono<Void> ACKED_IN_PLACE = Mono.empty();
   /** An acknowledgement in place under way: a settlement asked for meanwhile waits for its end (it is quick). */
-  private static final Mono<Void> ACKING_IN_PLACE = Mono.error(new IllegalStateException("an acknowledgement in place is under way"));
+  private static final Mono<Void> ACKING_IN_PLACE = Mono
+      .error(new IllegalStateException("an acknowledgement in place is under way"));
 
   static {
     InPlaceAcks.install(new InPlaceAcks.Access() {

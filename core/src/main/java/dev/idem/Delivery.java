@@ -33,14 +33,16 @@ public interface Delivery<T> {
    *
    * @return the id, or {@code null} when the message carries none (it is then dead-lettered)
    */
-  @Nullable String id();
+  @Nullable
+  String id();
 
   /**
    * The decoded payload.
    *
    * @return the payload, or {@code null} when there is none or it could not be decoded
    */
-  @Nullable T payload();
+  @Nullable
+  T payload();
 
   /**
    * Why the payload could not be decoded, for poison messages.

@@ -51,7 +51,8 @@ public interface ErrorClassifier {
    * @param error the error, never {@code null}
    * @return its kind, or {@code null} when this classifier has no opinion
    */
-  @Nullable ErrorKind classify(Throwable error);
+  @Nullable
+  ErrorKind classify(Throwable error);
 
   /**
    * Asks this classifier first and {@code fallback} when it returns {@code null}.

@@ -117,7 +117,8 @@ public final class GracefulShutdown {
    * @param notStarted told of each delivery that will not be started
    * @return the stream's control, or {@code null} when stopping already began
    */
-  @Nullable StopControl attach(String consumer, Consumer<Object> notStarted) {
+  @Nullable
+  StopControl attach(String consumer, Consumer<Object> notStarted) {
     synchronized (this) {
       if (stopping) {
         return null;

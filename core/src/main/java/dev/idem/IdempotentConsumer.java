@@ -155,10 +155,12 @@ public final class IdempotentConsumer<T> {
   private final Pipeline<T> pipeline;
 
   private IdempotentConsumer(Builder<T> b) {
-    TransactionRunner transactions = b.transactions != null ? b.transactions
+    TransactionRunner transactions = b.transactions != null
+        ? b.transactions
         : new R2dbcTransactionRunner(Objects.requireNonNull(b.inbox).connectionFactory(),
             b.serverTimeouts != null ? b.serverTimeouts : ServerTimeouts.derivedFrom(b.transactionTimeout), b.concurrency);
-    this.settings = new ConsumerSettings<>(b.name, Objects.requireNonNull(b.inbox), b.handler, b.batchHandler, transactions, b.retryPolicy,
+    this.settings = new ConsumerSettings<>(b.name, Objects.requireNonNull(b.inbox), b.handler, b.batchHandler, transactions,
+        b.retryPolicy,
         b.classifier, b.maxIdLength, b.metrics, b.transactionTimeout, b.stuckWarningInterval, b.slowMessageThreshold,
         new MessageObservations(b.observationRegistry, b.name), b.maxBatchSize, b.batchMaxWait, b.concurrency, b.prefetch,
         b.ordering);
@@ -222,7 +224,8 @@ public final class IdempotentConsumer<T> {
 
   @Override
   public String toString() {
-    return "IdempotentConsumer[name=" + settings.name() + ", inbox=" + settings.inbox() + ", concurrency=" + settings.concurrency()
+    return "IdempotentConsumer[name=" + settings.name() + ", inbox=" + settings.inbox() + ", concurrency="
+        + settings.concurrency()
         + ", prefetch=" + settings.prefetch() + ", maxBatchSize=" + settings.maxBatchSize() + ", ordering=" + settings.ordering()
         + ", slowMessageThreshold=" + settings.slowMessageThreshold() + ", retry=" + settings.retryPolicy() + "]";
   }
@@ -538,7 +541,8 @@ public final class IdempotentConsumer<T> {
         throw new IllegalArgumentException("consumer name must not be blank");
       }
       if (name.length() > 255 || name.chars().anyMatch(Character::isISOControl)) {
-        throw new IllegalArgumentException("consumer name must be at most 255 characters without control characters, was: " + name);
+        throw new IllegalArgumentException(
+            "consumer name must be at most 255 characters without control characters, was: " + name);
       }
       if (inbox == null) {
         throw new IllegalArgumentException("inbox is required (for example PostgresInbox.create(connectionFactory))");
@@ -566,7 +570,8 @@ public final class IdempotentConsumer<T> {
     }
 
     private void warnIfPoolSmallerThanConcurrency() {
-      if (transactions == null && Objects.requireNonNull(inbox).connectionFactory() instanceof io.r2dbc.pool.ConnectionPool pool) {
+      if (transactions == null
+          && Objects.requireNonNull(inbox).connectionFactory() instanceof io.r2dbc.pool.ConnectionPool pool) {
         pool.getMetrics().ifPresent(poolMetrics -> {
           if (poolMetrics.getMaxAllocatedSize() < concurrency) {
             log.warn("Consumer '{}': concurrency {} exceeds the connection pool's maximum size {}; "

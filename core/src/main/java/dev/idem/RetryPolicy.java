@@ -82,7 +82,8 @@ public record RetryPolicy(
     requirePositive(infrastructureBackoff, "infrastructureBackoff");
     requirePositive(infrastructureMaxBackoff, "infrastructureMaxBackoff");
     if (maxBackoff.compareTo(firstBackoff) < 0) {
-      throw new IllegalArgumentException("maxBackoff (" + maxBackoff + ") must not be shorter than firstBackoff (" + firstBackoff + ")");
+      throw new IllegalArgumentException(
+          "maxBackoff (" + maxBackoff + ") must not be shorter than firstBackoff (" + firstBackoff + ")");
     }
     if (infrastructureMaxBackoff.compareTo(infrastructureBackoff) < 0) {
       throw new IllegalArgumentException("infrastructureMaxBackoff must not be shorter than infrastructureBackoff");

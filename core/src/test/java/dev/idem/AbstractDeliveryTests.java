@@ -118,12 +118,14 @@ class AbstractDeliveryTests {
         throw new IllegalStateException("partition revoked");
       }
     };
-    java.util.concurrent.CompletableFuture<Boolean> inPlace = java.util.concurrent.CompletableFuture.supplyAsync(delivery::ackInPlace);
+    java.util.concurrent.CompletableFuture<Boolean> inPlace = java.util.concurrent.CompletableFuture
+        .supplyAsync(delivery::ackInPlace);
     assertThat(inside.await(10, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
 
     // Each asked for on a thread of its own: the wait for the ack in place holds its thread.
     java.util.concurrent.CompletableFuture<Void> ack = delivery.ack().subscribeOn(Schedulers.boundedElastic()).toFuture();
-    java.util.concurrent.CompletableFuture<Void> letter = delivery.deadLetter(DeadLetter.rejected(DeadLetterReason.MISSING_ID, "test", "c"))
+    java.util.concurrent.CompletableFuture<Void> letter = delivery
+        .deadLetter(DeadLetter.rejected(DeadLetterReason.MISSING_ID, "test", "c"))
         .subscribeOn(Schedulers.boundedElastic()).toFuture();
     org.awaitility.Awaitility.await().during(java.time.Duration.ofMillis(100)).atMost(java.time.Duration.ofSeconds(5))
         .until(() -> !ack.isDone() && !letter.isDone());
@@ -165,7 +167,8 @@ class AbstractDeliveryTests {
 
   @Test
   void aFailedSettlementIsForgottenSoALaterCallTriesAgain() {
-    CountingDelivery flaky = new CountingDelivery(call -> call == 1 ? Mono.error(new java.io.IOException("broker away")) : Mono.empty());
+    CountingDelivery flaky = new CountingDelivery(
+        call -> call == 1 ? Mono.error(new java.io.IOException("broker away")) : Mono.empty());
     DeadLetter letter = DeadLetter.rejected(DeadLetterReason.MISSING_ID, "test", "c");
 
     StepVerifier.create(flaky.deadLetter(letter)).expectErrorMessage("broker away").verify();

@@ -49,7 +49,8 @@ class BatchModeIntegrationTests {
 
   @AfterEach
   void tearDown() {
-    postgres.execute("DROP TABLE IF EXISTS " + accounts, "DROP TABLE IF EXISTS " + effects, "DROP TABLE IF EXISTS " + inbox.table());
+    postgres.execute("DROP TABLE IF EXISTS " + accounts, "DROP TABLE IF EXISTS " + effects,
+        "DROP TABLE IF EXISTS " + inbox.table());
     pool.dispose();
   }
 
@@ -62,8 +63,8 @@ class BatchModeIntegrationTests {
       Long[] ids = items.stream().map(i -> i.payload().account()).toArray(Long[]::new);
       Long[] amounts = items.stream().map(i -> i.payload().amount()).toArray(Long[]::new);
       return tx.sql("UPDATE " + accounts + " a SET balance = a.balance + d.amount"
-              + " FROM (SELECT account, sum(amount) AS amount FROM unnest($1::bigint[], $2::bigint[]) AS t(account, amount) GROUP BY account) d"
-              + " WHERE a.id = d.account")
+          + " FROM (SELECT account, sum(amount) AS amount FROM unnest($1::bigint[], $2::bigint[]) AS t(account, amount) GROUP BY account) d"
+          + " WHERE a.id = d.account")
           .bind(0, ids).bind(1, amounts).execute();
     };
   }
@@ -94,9 +95,11 @@ class BatchModeIntegrationTests {
           expected += 1 + i % 7;
         }
       }
-      assertThat(postgres.count("SELECT balance FROM " + accounts + " WHERE id = $1", account)).as("balance of %d", account).isEqualTo(expected);
+      assertThat(postgres.count("SELECT balance FROM " + accounts + " WHERE id = $1", account)).as("balance of %d", account)
+          .isEqualTo(expected);
     }
-    assertThat(batchSizes.stream().mapToInt(Integer::intValue).max().orElse(0)).as("messages shared transactions").isGreaterThan(1);
+    assertThat(batchSizes.stream().mapToInt(Integer::intValue).max().orElse(0)).as("messages shared transactions")
+        .isGreaterThan(1);
     assertThat(deliveries).allSatisfy(d -> assertThat(d.ackCount()).isEqualTo(1));
   }
 
@@ -112,13 +115,15 @@ class BatchModeIntegrationTests {
     };
 
     List<Outcome<Integer>> outcomes = IdempotentConsumer.<Integer>named(consumer).inbox(inbox).handler(failsOnSeven)
-        .ordering(Ordering.BY_KEY).concurrency(2).prefetch(32).maxBatchSize(32).batchMaxWait(Duration.ofMillis(50)).retry(FAST).build()
+        .ordering(Ordering.BY_KEY).concurrency(2).prefetch(32).maxBatchSize(32).batchMaxWait(Duration.ofMillis(50)).retry(FAST)
+        .build()
         .process(Flux.fromIterable(deliveries)).collectList().block(TIMEOUT);
 
     assertThat(outcomes).extracting(o -> o.delivery().id())
         .as("outcomes in delivery order").containsExactlyElementsOf(deliveries.stream().map(TestDelivery::id).toList());
     assertThat(deliveries.get(7).deadLetter().reason()).isEqualTo(DeadLetterReason.RETRIES_EXHAUSTED);
-    assertThat(deliveries.get(7).deadLetter().attempts()).as("the batch attempt counts as its first").isEqualTo(FAST.maxAttempts());
+    assertThat(deliveries.get(7).deadLetter().attempts()).as("the batch attempt counts as its first")
+        .isEqualTo(FAST.maxAttempts());
     List<Object> expected = new ArrayList<>();
     IntStream.range(0, 12).filter(i -> i != 7).forEach(i -> expected.add("m-" + i));
     assertThat(postgres.column("SELECT message_id FROM " + effects + " ORDER BY seq")).containsExactlyElementsOf(expected);
@@ -138,7 +143,8 @@ class BatchModeIntegrationTests {
         TestDelivery.keyed("b-2", "B", "B"), TestDelivery.keyed("b-3", "B", "B"), TestDelivery.keyed("a-2", "A", "A"),
         TestDelivery.keyed("b-4", "B", "B"), TestDelivery.keyed("b-5", "B", "B"));
     Handler<String> waitsForB = (key, tx) -> {
-      Mono<Long> effect = tx.sql("INSERT INTO " + effects + " (message_id, k) VALUES ($1, $2)").bind(0, tx.messageId()).bind(1, key).execute();
+      Mono<Long> effect = tx.sql("INSERT INTO " + effects + " (message_id, k) VALUES ($1, $2)").bind(0, tx.messageId())
+          .bind(1, key).execute();
       if (!tx.messageId().equals("a-1")) {
         return effect;
       }
@@ -146,10 +152,12 @@ class BatchModeIntegrationTests {
           .flatMap(committedB -> committedB < 5 ? Mono.error(new IllegalStateException("B has not committed yet")) : effect);
     };
     // Enough attempts that a-1 outlasts any pause of the machine; a lane blocked by its retries would exhaust them.
-    RetryPolicy patient = new RetryPolicy(10_000, Duration.ofMillis(2), Duration.ofMillis(20), Duration.ofMillis(20), Duration.ofMillis(200));
+    RetryPolicy patient = new RetryPolicy(10_000, Duration.ofMillis(2), Duration.ofMillis(20), Duration.ofMillis(20),
+        Duration.ofMillis(200));
 
     List<Outcome<String>> outcomes = IdempotentConsumer.<String>named(consumer).inbox(inbox).handler(waitsForB)
-        .ordering(Ordering.BY_KEY).concurrency(1).prefetch(32).maxBatchSize(32).batchMaxWait(Duration.ofMillis(batchMaxWaitMillis))
+        .ordering(Ordering.BY_KEY).concurrency(1).prefetch(32).maxBatchSize(32)
+        .batchMaxWait(Duration.ofMillis(batchMaxWaitMillis))
         .retry(patient).build()
         .process(Flux.fromIterable(deliveries)).collectList().block(TIMEOUT);
 
@@ -173,7 +181,8 @@ class BatchModeIntegrationTests {
         : creditAll(new CopyOnWriteArrayList<>()).handle(items, tx);
 
     List<Outcome<Payment>> outcomes = IdempotentConsumer.<Payment>named(consumer).inbox(inbox).batchHandler(strict)
-        .ordering(Ordering.UNORDERED).concurrency(1).prefetch(64).maxBatchSize(64).batchMaxWait(Duration.ofMillis(50)).retry(FAST).build()
+        .ordering(Ordering.UNORDERED).concurrency(1).prefetch(64).maxBatchSize(64).batchMaxWait(Duration.ofMillis(50)).retry(FAST)
+        .build()
         .process(Flux.fromIterable(deliveries)).collectList().block(TIMEOUT);
 
     assertThat(outcomes).hasSize(40);
@@ -193,7 +202,8 @@ class BatchModeIntegrationTests {
   @org.junit.jupiter.params.ParameterizedTest(name = "{0}")
   @org.junit.jupiter.params.provider.ValueSource(strings = {"per-message handler", "batch handler"})
   void aHandlerThatNeverCompletesTimesOutAloneWhileTheRestOfItsBatchCommits(String kind) {
-    ch.qos.logback.classic.Logger logger = (ch.qos.logback.classic.Logger) org.slf4j.LoggerFactory.getLogger(IdempotentConsumer.class);
+    ch.qos.logback.classic.Logger logger = (ch.qos.logback.classic.Logger) org.slf4j.LoggerFactory
+        .getLogger(IdempotentConsumer.class);
     ch.qos.logback.core.read.ListAppender<ch.qos.logback.classic.spi.ILoggingEvent> logs = new ch.qos.logback.core.read.ListAppender<>();
     logs.start();
     logger.addAppender(logs);
@@ -215,7 +225,8 @@ class BatchModeIntegrationTests {
         .ordering(Ordering.UNORDERED).concurrency(1).prefetch(64).maxBatchSize(64).batchMaxWait(Duration.ofMillis(100))
         .transactionTimeout(Duration.ofSeconds(1)).retry(FAST);
     IdempotentConsumer<String> idem = kind.equals("batch handler")
-        ? builder.batchHandler((items, tx) -> Flux.fromIterable(items).concatMap(i -> effect.apply(i.messageId(), tx)).then()).build()
+        ? builder.batchHandler((items, tx) -> Flux.fromIterable(items).concatMap(i -> effect.apply(i.messageId(), tx)).then())
+            .build()
         : builder.handler((payload, tx) -> effect.apply(tx.messageId(), tx)).build();
     List<Outcome<String>> outcomes = new CopyOnWriteArrayList<>();
     reactor.core.Disposable running = idem.process(Flux.<Delivery<String>>fromIterable(deliveries).concatWith(Flux.never()))
@@ -233,8 +244,10 @@ class BatchModeIntegrationTests {
       assertThat(hanging.deadLetter()).isNull();
       for (TestDelivery<String> d : deliveries) {
         long expected = d == hanging ? 0 : 1;
-        assertThat(postgres.count("SELECT count(*) FROM " + effects + " WHERE message_id = $1", d.id())).as("effects of %s", d.id()).isEqualTo(expected);
-        assertThat(postgres.count("SELECT count(*) FROM " + inbox.table() + " WHERE message_id = $1", d.id())).as("inbox rows of %s", d.id()).isEqualTo(expected);
+        assertThat(postgres.count("SELECT count(*) FROM " + effects + " WHERE message_id = $1", d.id()))
+            .as("effects of %s", d.id()).isEqualTo(expected);
+        assertThat(postgres.count("SELECT count(*) FROM " + inbox.table() + " WHERE message_id = $1", d.id()))
+            .as("inbox rows of %s", d.id()).isEqualTo(expected);
         assertThat(d.ackCount()).as("acks of %s", d.id()).isEqualTo(expected);
       }
       assertThat(logs.list).anySatisfy(e -> assertThat(e.getFormattedMessage())
@@ -256,7 +269,8 @@ class BatchModeIntegrationTests {
    */
   @Test
   void aSlowMessageIsDetachedFromItsBatchWhichCommitsWithoutItWhileItsKeyKeepsItsOrder() {
-    ch.qos.logback.classic.Logger logger = (ch.qos.logback.classic.Logger) org.slf4j.LoggerFactory.getLogger(IdempotentConsumer.class);
+    ch.qos.logback.classic.Logger logger = (ch.qos.logback.classic.Logger) org.slf4j.LoggerFactory
+        .getLogger(IdempotentConsumer.class);
     ch.qos.logback.core.read.ListAppender<ch.qos.logback.classic.spi.ILoggingEvent> logs = new ch.qos.logback.core.read.ListAppender<>();
     logs.start();
     logger.addAppender(logs);
@@ -272,7 +286,8 @@ class BatchModeIntegrationTests {
     AtomicInteger slowRuns = new AtomicInteger();
     AtomicInteger retries = new AtomicInteger();
     Handler<String> handler = (payload, tx) -> {
-      Mono<Void> write = tx.sql("INSERT INTO " + effects + " (message_id, k) VALUES ($1, 'k')").bind(0, tx.messageId()).execute().then();
+      Mono<Void> write = tx.sql("INSERT INTO " + effects + " (message_id, k) VALUES ($1, 'k')").bind(0, tx.messageId()).execute()
+          .then();
       if (!payload.equals("slow")) {
         return write;
       }
@@ -302,7 +317,8 @@ class BatchModeIntegrationTests {
       assertThat(postgres.count("SELECT count(*) FROM " + effects + " WHERE message_id IN ('a-1', 'a-2')"))
           .as("the detached attempt rolled back; the second has not committed").isZero();
       assertThat(logs.list).anySatisfy(e -> assertThat(e.getFormattedMessage())
-          .contains("the handler of message 'a-1' ran for").contains("past the slowMessageThreshold of 300 ms").contains("it is detached"));
+          .contains("the handler of message 'a-1' ran for").contains("past the slowMessageThreshold of 300 ms")
+          .contains("it is detached"));
 
       release.tryEmitEmpty();
       await().atMost(TIMEOUT).untilAsserted(() -> assertThat(outcomes).hasSize(22));
@@ -312,7 +328,8 @@ class BatchModeIntegrationTests {
       assertThat(postgres.column("SELECT message_id FROM " + effects + " WHERE message_id LIKE 'a-%' ORDER BY seq"))
           .containsExactly("a-1", "a-2");
       for (TestDelivery<String> d : deliveries) {
-        assertThat(postgres.count("SELECT count(*) FROM " + effects + " WHERE message_id = $1", d.id())).as("effects of %s", d.id()).isEqualTo(1);
+        assertThat(postgres.count("SELECT count(*) FROM " + effects + " WHERE message_id = $1", d.id()))
+            .as("effects of %s", d.id()).isEqualTo(1);
         assertThat(d.ackCount()).as("acks of %s", d.id()).isEqualTo(1);
         assertThat(d.deadLetter()).isNull();
       }
@@ -327,9 +344,12 @@ class BatchModeIntegrationTests {
     PostgresInbox later = PostgresInbox.create(pool, PostgresService.uniqueName("inbox_later"));
     List<Integer> batchSizes = new CopyOnWriteArrayList<>();
     AtomicInteger infrastructureRetries = new AtomicInteger();
-    List<TestDelivery<Payment>> deliveries = IntStream.range(0, 20).mapToObj(i -> TestDelivery.of("p-" + i, new Payment(1, 1))).toList();
-    IdempotentConsumer<Payment> idem = IdempotentConsumer.<Payment>named(consumer).inbox(later).batchHandler(creditAll(batchSizes))
-        .ordering(Ordering.UNORDERED).concurrency(1).prefetch(20).maxBatchSize(20).batchMaxWait(Duration.ofMillis(100)).retry(FAST)
+    List<TestDelivery<Payment>> deliveries = IntStream.range(0, 20).mapToObj(i -> TestDelivery.of("p-" + i, new Payment(1, 1)))
+        .toList();
+    IdempotentConsumer<Payment> idem = IdempotentConsumer.<Payment>named(consumer).inbox(later)
+        .batchHandler(creditAll(batchSizes))
+        .ordering(Ordering.UNORDERED).concurrency(1).prefetch(20).maxBatchSize(20).batchMaxWait(Duration.ofMillis(100))
+        .retry(FAST)
         .metrics(new ConsumerMetrics() {
           @Override
           public void retrying(Delivery<?> delivery, Throwable error, ErrorKind kind) {
@@ -353,7 +373,8 @@ class BatchModeIntegrationTests {
   @Test
   void atLowLoadABatchStartsAtOnceWithWhatIsThere() {
     List<Integer> batchSizes = new CopyOnWriteArrayList<>();
-    IdempotentConsumer<Payment> idem = IdempotentConsumer.<Payment>named(consumer).inbox(inbox).batchHandler(creditAll(batchSizes))
+    IdempotentConsumer<Payment> idem = IdempotentConsumer.<Payment>named(consumer).inbox(inbox)
+        .batchHandler(creditAll(batchSizes))
         .maxBatchSize(64).retry(FAST).build();
 
     for (int i = 0; i < 5; i++) {

@@ -98,7 +98,8 @@ class FailureClassificationIntegrationTests {
     Handler<String> hangsOnce = (p, tx) -> insertEffect(tx).then(attempts.incrementAndGet() == 1 ? never.asMono() : Mono.empty());
     try {
       Outcome<String> outcome = IdempotentConsumer.<String>named(consumer).inbox(inbox).handler(hangsOnce)
-          .retry(FAST).transactionTimeout(Duration.ofMillis(500)).metrics(countingInfrastructureRetries(infrastructureRetries)).build()
+          .retry(FAST).transactionTimeout(Duration.ofMillis(500)).metrics(countingInfrastructureRetries(infrastructureRetries))
+          .build()
           .process(Flux.just(TestDelivery.of("m-1", "x"))).blockLast(TIMEOUT);
 
       assertThat(outcome.status()).isEqualTo(Outcome.Status.PROCESSED);
@@ -190,7 +191,8 @@ class FailureClassificationIntegrationTests {
     };
     TestDelivery<String> good = TestDelivery.of("good", "x");
     try {
-      List<Outcome<String>> outcomes = IdempotentConsumer.<String>named(consumer).inbox(inbox).handler((p, tx) -> insertEffect(tx))
+      List<Outcome<String>> outcomes = IdempotentConsumer.<String>named(consumer).inbox(inbox)
+          .handler((p, tx) -> insertEffect(tx))
           .retry(FAST).build().process(Flux.just(nul, broken, good)).collectList().block(TIMEOUT);
 
       assertThat(outcomes).extracting(Outcome::status)

@@ -120,7 +120,8 @@ class FailurePathsIntegrationTests {
         attempts.computeIfAbsent(tx.messageId(), k -> new AtomicInteger()).incrementAndGet() == 1 && tx.messageId().equals("m-1")
             ? tx.sql("SELECT pg_sleep(20)").execute().then()
             : Mono.empty());
-    List<TestDelivery<String>> deliveries = List.of(TestDelivery.of("m-1", "a"), TestDelivery.of("m-2", "b"), TestDelivery.of("m-3", "c"));
+    List<TestDelivery<String>> deliveries = List.of(TestDelivery.of("m-1", "a"), TestDelivery.of("m-2", "b"),
+        TestDelivery.of("m-3", "c"));
 
     List<Outcome<String>> outcomes = consumer(onePool, slowOnce).concurrency(1).ordering(Ordering.UNORDERED)
         .transactionTimeout(Duration.ofSeconds(6)).serverTimeouts(guards).build()
@@ -152,7 +153,8 @@ class FailurePathsIntegrationTests {
           proxy.stall();
         }
       });
-      List<TestDelivery<String>> deliveries = java.util.stream.IntStream.range(0, 6).mapToObj(i -> TestDelivery.of("m-" + i, "x")).toList();
+      List<TestDelivery<String>> deliveries = java.util.stream.IntStream.range(0, 6).mapToObj(i -> TestDelivery.of("m-" + i, "x"))
+          .toList();
       List<Outcome<String>> outcomes = new java.util.concurrent.CopyOnWriteArrayList<>();
       Disposable running = consumer(proxied, stallsOnce).concurrency(2).ordering(Ordering.UNORDERED)
           .transactionTimeout(Duration.ofSeconds(2))
@@ -194,7 +196,8 @@ class FailurePathsIntegrationTests {
     };
     // Delivered twice before (a crash, an expired lock): a third delivery still gets its retries in memory.
     TestDelivery<String> early = TestDelivery.of("early", "x").deliveredTimes(2);
-    assertThat(consumer(inbox, fails).build().process(Flux.just(early)).blockLast(TIMEOUT).status()).isEqualTo(Outcome.Status.DEAD_LETTERED);
+    assertThat(consumer(inbox, fails).build().process(Flux.just(early)).blockLast(TIMEOUT).status())
+        .isEqualTo(Outcome.Status.DEAD_LETTERED);
     assertThat(runs.get()).isEqualTo(3);
     assertThat(early.deadLetter().attempts()).isEqualTo(3);
 
@@ -240,7 +243,8 @@ class FailurePathsIntegrationTests {
     AtomicInteger calls = new AtomicInteger();
     // Real PostgreSQL errors with those SQLSTATEs, five in a row, then success.
     Handler<String> contended = (p, tx) -> calls.incrementAndGet() <= 5
-        ? tx.sql("DO $$ BEGIN RAISE EXCEPTION 'contended' USING ERRCODE = '" + (calls.get() % 2 == 0 ? "40P01" : "40001") + "'; END $$")
+        ? tx.sql("DO $$ BEGIN RAISE EXCEPTION 'contended' USING ERRCODE = '" + (calls.get() % 2 == 0 ? "40P01" : "40001")
+            + "'; END $$")
             .execute()
         : insertEffect(tx);
 
@@ -261,7 +265,8 @@ class FailurePathsIntegrationTests {
     };
     TestDelivery<String> delivery = TestDelivery.of("m-1", "x");
 
-    Outcome<String> outcome = consumer(inbox, alwaysContended).retry(RetryPolicy.backoff(2, Duration.ofMillis(5)).withMaxContentionRetries(3))
+    Outcome<String> outcome = consumer(inbox, alwaysContended)
+        .retry(RetryPolicy.backoff(2, Duration.ofMillis(5)).withMaxContentionRetries(3))
         .build().process(Flux.just(delivery)).blockLast(TIMEOUT);
 
     assertThat(outcome.status()).isEqualTo(Outcome.Status.DEAD_LETTERED);
@@ -277,7 +282,8 @@ class FailurePathsIntegrationTests {
       calls.computeIfAbsent(tx.messageId(), id -> new AtomicInteger()).incrementAndGet();
       return Mono.error(new io.r2dbc.spi.R2dbcNonTransientResourceException("test: connection lost"));
     };
-    List<TestDelivery<String>> deliveries = java.util.stream.IntStream.range(0, 4).mapToObj(i -> TestDelivery.of("m-" + i, "x")).toList();
+    List<TestDelivery<String>> deliveries = java.util.stream.IntStream.range(0, 4).mapToObj(i -> TestDelivery.of("m-" + i, "x"))
+        .toList();
     Disposable running = consumer(inbox, connectionLost).concurrency(4).maxBatchSize(1)
         .build().process(Flux.fromIterable(deliveries)).subscribe();
     try {
@@ -340,7 +346,8 @@ class FailurePathsIntegrationTests {
       }
     }).build();
 
-    List<Outcome<String>> first = idem.process(Flux.just(new FailingSettlement<>("m-1", "x", acks, true))).collectList().block(TIMEOUT);
+    List<Outcome<String>> first = idem.process(Flux.just(new FailingSettlement<>("m-1", "x", acks, true))).collectList()
+        .block(TIMEOUT);
     Outcome<String> redelivery = idem.process(Flux.just(TestDelivery.of("m-1", "x").redelivered())).blockLast(TIMEOUT);
 
     assertThat(first).isEmpty();
@@ -369,7 +376,8 @@ class FailurePathsIntegrationTests {
     // TestDelivery acks m-2 and m-4 in place and m-1 and m-3 through their Monos: the lost ack is one in place,
     // and the run after it mixes the two ways.
     TestDelivery<String> lost = TestDelivery.of("m-2", "x").withLostAck();
-    List<TestDelivery<String>> others = List.of(TestDelivery.of("m-4", "x"), TestDelivery.of("m-1", "x"), TestDelivery.of("m-3", "x"));
+    List<TestDelivery<String>> others = List.of(TestDelivery.of("m-4", "x"), TestDelivery.of("m-1", "x"),
+        TestDelivery.of("m-3", "x"));
 
     List<Outcome<String>> outcomes = idem.process(Flux.just(lost, others.get(0), others.get(1), others.get(2))).collectList()
         .block(TIMEOUT);
@@ -407,7 +415,8 @@ class FailurePathsIntegrationTests {
     }
     // The two messages may run on two lanes or share a batch: the one that fails first ends the stream, and is named.
     assertThat(logged(Level.ERROR, "a JVM error while processing")).isNotEmpty()
-        .allSatisfy(e -> assertThat(e.getFormattedMessage()).containsAnyOf("message 'm-1'", "message 'm-2'", "messages from 'm-1'"));
+        .allSatisfy(
+            e -> assertThat(e.getFormattedMessage()).containsAnyOf("message 'm-1'", "message 'm-2'", "messages from 'm-1'"));
   }
 
   @Test

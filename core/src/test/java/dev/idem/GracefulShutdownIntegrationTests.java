@@ -236,14 +236,16 @@ class GracefulShutdownIntegrationTests {
         return write;
       }
       return failure.endsWith("contention")
-          ? write.then(tx.sql("DO $$BEGIN RAISE EXCEPTION 'test: could not serialize' USING ERRCODE = '40001'; END$$").execute()).then()
+          ? write.then(tx.sql("DO $$BEGIN RAISE EXCEPTION 'test: could not serialize' USING ERRCODE = '40001'; END$$").execute())
+              .then()
           : write.then(Mono.error(new IllegalStateException("test: transient")));
     };
     IdempotentConsumer.Builder<Integer> builder = IdempotentConsumer.<Integer>named(consumer).inbox(inbox)
         .concurrency(2).prefetch(16).maxBatchSize(maxBatchSize).ordering(Ordering.UNORDERED)
         .retry(RetryPolicy.backoff(5, Duration.ofSeconds(2)));
     IdempotentConsumer<Integer> idem = failure.startsWith("batch-handler")
-        ? builder.batchHandler((items, tx) -> Flux.fromIterable(items).concatMap(i -> effect.apply(i.payload(), tx)).then()).build()
+        ? builder.batchHandler((items, tx) -> Flux.fromIterable(items).concatMap(i -> effect.apply(i.payload(), tx)).then())
+            .build()
         : builder.handler((value, tx) -> effect.apply(value, tx)).build();
     List<TestDelivery<Integer>> deliveries = deliveries(8);
     GracefulShutdown shutdown = GracefulShutdown.create();
@@ -455,7 +457,8 @@ class GracefulShutdownIntegrationTests {
     assertThat(report.withinGracePeriod()).isTrue();
     assertThat(running.ended.get()).isEqualTo(SignalType.ON_COMPLETE);
     assertThat(running.outcomes).hasSize(6);
-    assertThat(running.outcomes.get(running.outcomes.size() - 1).messageId()).as("the batch's last message settles last").isEqualTo("m-5");
+    assertThat(running.outcomes.get(running.outcomes.size() - 1).messageId()).as("the batch's last message settles last")
+        .isEqualTo("m-5");
     for (TestDelivery<Integer> d : deliveries) {
       assertThat(effects(d.id())).as("effects of %s", d.id()).isEqualTo(1);
       assertThat(inboxRows(d.id())).as("inbox rows of %s", d.id()).isEqualTo(1);

@@ -35,7 +35,8 @@ class IdempotentConsumerBuilderTests {
     assertThatThrownBy(() -> IdempotentConsumer.<String>named("c").inbox(inbox).handler(handler)
         .batchHandler((items, tx) -> Mono.empty()).build())
         .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("either handler or batchHandler");
-    assertThat(IdempotentConsumer.<String>named("c").inbox(inbox).batchHandler((items, tx) -> Mono.empty()).maxBatchSize(64).build())
+    assertThat(
+        IdempotentConsumer.<String>named("c").inbox(inbox).batchHandler((items, tx) -> Mono.empty()).maxBatchSize(64).build())
         .isNotNull();
   }
 
@@ -100,7 +101,8 @@ class IdempotentConsumerBuilderTests {
         .contains("slowMessageThreshold=" + IdempotentConsumer.DEFAULT_SLOW_MESSAGE_THRESHOLD);
     String forced = System.getProperty(IdempotentConsumer.MAX_BATCH_SIZE_PROPERTY);
     // CI runs the whole suite again with -Didem.maxBatchSize=1: this line shows that it reached the tests.
-    assertThat(consumer.toString()).contains("maxBatchSize=" + (forced != null ? forced : IdempotentConsumer.DEFAULT_MAX_BATCH_SIZE));
+    assertThat(consumer.toString())
+        .contains("maxBatchSize=" + (forced != null ? forced : IdempotentConsumer.DEFAULT_MAX_BATCH_SIZE));
   }
 
   @Test
@@ -108,7 +110,8 @@ class IdempotentConsumerBuilderTests {
     String before = System.getProperty(IdempotentConsumer.MAX_BATCH_SIZE_PROPERTY);
     try {
       System.setProperty(IdempotentConsumer.MAX_BATCH_SIZE_PROPERTY, "7");
-      assertThat(IdempotentConsumer.<String>named("c").inbox(inbox).handler(handler).build().toString()).contains("maxBatchSize=7");
+      assertThat(IdempotentConsumer.<String>named("c").inbox(inbox).handler(handler).build().toString())
+          .contains("maxBatchSize=7");
       assertThat(IdempotentConsumer.<String>named("c").inbox(inbox).handler(handler).maxBatchSize(3).build().toString())
           .as("an explicit size wins").contains("maxBatchSize=3");
       assertThatThrownBy(() -> IdempotentConsumer.<String>named("c").slowMessageThreshold(Duration.ZERO))

@@ -69,7 +69,8 @@ class IdempotentConsumerIntegrationTests {
   }
 
   private IdempotentConsumer.Builder<Integer> consumer(Handler<Integer> handler) {
-    return IdempotentConsumer.<Integer>named(consumer).inbox(inbox).handler(handler).retry(FAST_RETRY).maxBatchSize(maxBatchSize());
+    return IdempotentConsumer.<Integer>named(consumer).inbox(inbox).handler(handler).retry(FAST_RETRY)
+        .maxBatchSize(maxBatchSize());
   }
 
   private long effectCount() {
@@ -81,7 +82,8 @@ class IdempotentConsumerIntegrationTests {
   }
 
   private long inboxRows(String messageId) {
-    return postgres.count("SELECT count(*) FROM " + inbox.table() + " WHERE consumer = $1 AND message_id = $2", consumer, messageId);
+    return postgres.count("SELECT count(*) FROM " + inbox.table() + " WHERE consumer = $1 AND message_id = $2", consumer,
+        messageId);
   }
 
   private static List<Outcome.Status> statuses(List<Outcome<Integer>> outcomes) {
@@ -132,7 +134,8 @@ class IdempotentConsumerIntegrationTests {
     }
     // The handler lingers inside its transaction so that the two instances really overlap on ids.
     Handler<Integer> slowEffect = (value, tx) -> Mono.delay(Duration.ofMillis(2))
-        .then(tx.sql("INSERT INTO " + effects + " (message_id, v) VALUES ($1, $2)").bind(0, tx.messageId()).bind(1, value).execute());
+        .then(tx.sql("INSERT INTO " + effects + " (message_id, v) VALUES ($1, $2)").bind(0, tx.messageId()).bind(1, value)
+            .execute());
     IdempotentConsumer<Integer> a = consumer(slowEffect).ordering(Ordering.UNORDERED).concurrency(6).build();
     IdempotentConsumer<Integer> b = consumer(slowEffect).ordering(Ordering.UNORDERED).concurrency(6).build();
 
@@ -155,7 +158,8 @@ class IdempotentConsumerIntegrationTests {
     List<Long> committedSeenOnSecondAttempt = new CopyOnWriteArrayList<>();
     Handler<Integer> failOnce = (value, tx) -> {
       int attempt = attempts.incrementAndGet();
-      Mono<Long> insert = tx.sql("INSERT INTO " + effects + " (message_id, v) VALUES ($1, $2)").bind(0, tx.messageId()).bind(1, value).execute();
+      Mono<Long> insert = tx.sql("INSERT INTO " + effects + " (message_id, v) VALUES ($1, $2)").bind(0, tx.messageId())
+          .bind(1, value).execute();
       if (attempt == 1) {
         return insert.then(Mono.error(new IllegalStateException("transient failure")));
       }
@@ -166,7 +170,8 @@ class IdempotentConsumerIntegrationTests {
           .then(insert);
     };
 
-    List<Outcome<Integer>> outcomes = consumer(failOnce).build().process(Flux.just(TestDelivery.of("m-1", 1))).collectList().block(TIMEOUT);
+    List<Outcome<Integer>> outcomes = consumer(failOnce).build().process(Flux.just(TestDelivery.of("m-1", 1))).collectList()
+        .block(TIMEOUT);
 
     assertThat(committedSeenOnSecondAttempt).containsExactly(0L);
     assertThat(statuses(outcomes)).containsExactly(Outcome.Status.PROCESSED);
@@ -236,9 +241,11 @@ class IdempotentConsumerIntegrationTests {
         };
         List<TestDelivery<Integer>> deliveries = IntStream.range(0, n).mapToObj(i -> TestDelivery.of("m-" + i, i)).toList();
         Handler<Integer> slowEffect = (value, tx) -> Mono.delay(Duration.ofMillis(3))
-            .then(tx.sql("INSERT INTO " + effects + " (message_id, v) VALUES ($1, $2)").bind(0, tx.messageId()).bind(1, value).execute());
+            .then(tx.sql("INSERT INTO " + effects + " (message_id, v) VALUES ($1, $2)").bind(0, tx.messageId()).bind(1, value)
+                .execute());
         IdempotentConsumer<Integer> idem = IdempotentConsumer.<Integer>named(consumer).inbox(proxiedInbox).handler(slowEffect)
-            .retry(FAST_RETRY).maxBatchSize(maxBatchSize()).concurrency(4).ordering(Ordering.UNORDERED).metrics(countRetries).build();
+            .retry(FAST_RETRY).maxBatchSize(maxBatchSize()).concurrency(4).ordering(Ordering.UNORDERED).metrics(countRetries)
+            .build();
 
         List<Outcome<Integer>> outcomes = new CopyOnWriteArrayList<>();
         Disposable running = idem.process(Flux.fromIterable(deliveries)).subscribe(outcomes::add);
@@ -285,10 +292,10 @@ class IdempotentConsumerIntegrationTests {
     Handler<Integer> recordKeyed = (value, tx) -> {
       String key = tx.messageId().substring(0, 1);
       return Mono.defer(() -> {
-            maxPerKey.accumulateAndGet(inFlightPerKey.computeIfAbsent(key, k -> new AtomicInteger()).incrementAndGet(), Math::max);
-            maxInFlight.accumulateAndGet(inFlight.incrementAndGet(), Math::max);
-            return Mono.delay(Duration.ofMillis(ThreadLocalRandom.current().nextInt(1, 6)));
-          })
+        maxPerKey.accumulateAndGet(inFlightPerKey.computeIfAbsent(key, k -> new AtomicInteger()).incrementAndGet(), Math::max);
+        maxInFlight.accumulateAndGet(inFlight.incrementAndGet(), Math::max);
+        return Mono.delay(Duration.ofMillis(ThreadLocalRandom.current().nextInt(1, 6)));
+      })
           .then(tx.sql("INSERT INTO " + effects + " (message_id, k, v) VALUES ($1, $2, $3)")
               .bind(0, tx.messageId()).bind(1, key).bind(2, value).execute())
           // Counted out when the handler's publisher terminates, before its signal travels on:
@@ -318,14 +325,16 @@ class IdempotentConsumerIntegrationTests {
     AtomicInteger inFlight = new AtomicInteger();
     AtomicInteger max = new AtomicInteger();
     Handler<Integer> counting = (value, tx) -> Mono.defer(() -> {
-          max.accumulateAndGet(inFlight.incrementAndGet(), Math::max);
-          return Mono.delay(Duration.ofMillis(4));
-        })
-        .then(tx.sql("INSERT INTO " + effects + " (message_id, v) VALUES ($1, $2)").bind(0, tx.messageId()).bind(1, value).execute())
+      max.accumulateAndGet(inFlight.incrementAndGet(), Math::max);
+      return Mono.delay(Duration.ofMillis(4));
+    })
+        .then(tx.sql("INSERT INTO " + effects + " (message_id, v) VALUES ($1, $2)").bind(0, tx.messageId()).bind(1, value)
+            .execute())
         .doOnTerminate(inFlight::decrementAndGet);
     Flux<TestDelivery<Integer>> source = Flux.range(0, 200).map(i -> TestDelivery.of("m-" + i, i));
 
-    List<Outcome<Integer>> outcomes = consumer(counting).ordering(Ordering.UNORDERED).concurrency(concurrency).prefetch(16).build()
+    List<Outcome<Integer>> outcomes = consumer(counting).ordering(Ordering.UNORDERED).concurrency(concurrency).prefetch(16)
+        .build()
         .process(source).collectList().block(TIMEOUT);
 
     assertThat(outcomes).hasSize(200);
@@ -339,7 +348,8 @@ class IdempotentConsumerIntegrationTests {
     AtomicLong requested = new AtomicLong();
     AtomicInteger started = new AtomicInteger();
     Handler<Integer> stuck = (value, tx) -> Mono.fromRunnable(started::incrementAndGet).then(gate.asMono())
-        .then(tx.sql("INSERT INTO " + effects + " (message_id, v) VALUES ($1, $2)").bind(0, tx.messageId()).bind(1, value).execute());
+        .then(tx.sql("INSERT INTO " + effects + " (message_id, v) VALUES ($1, $2)").bind(0, tx.messageId()).bind(1, value)
+            .execute());
     Flux<TestDelivery<Integer>> backlog = Flux.range(0, 10_000).map(i -> TestDelivery.of("m-" + i, i))
         .doOnRequest(r -> requested.addAndGet(Math.min(r, 1_000_000)));
 
@@ -423,13 +433,16 @@ class IdempotentConsumerIntegrationTests {
 
     await().atMost(TIMEOUT).untilAsserted(() -> {
       assertThat(inboxRows("m-1")).isZero();
-      assertThat(postgres.count("SELECT count(*) FROM pg_stat_activity WHERE state = 'idle in transaction' AND query LIKE '%" + effects + "%'")).isZero();
+      assertThat(postgres
+          .count("SELECT count(*) FROM pg_stat_activity WHERE state = 'idle in transaction' AND query LIKE '%" + effects + "%'"))
+          .isZero();
     });
     assertThat(delivery.ackCount()).isZero();
     assertThat(effectCount()).isZero();
 
     TestDelivery<Integer> redelivery = delivery.redelivered();
-    List<Outcome<Integer>> outcomes = consumer(recordEffect()).build().process(Flux.just(redelivery)).collectList().block(TIMEOUT);
+    List<Outcome<Integer>> outcomes = consumer(recordEffect()).build().process(Flux.just(redelivery)).collectList()
+        .block(TIMEOUT);
     assertThat(statuses(outcomes)).containsExactly(Outcome.Status.PROCESSED);
     assertThat(effectCount("m-1")).isEqualTo(1);
   }
@@ -453,7 +466,8 @@ class IdempotentConsumerIntegrationTests {
   void schemaCreationIsRepeatableAndRetentionPurgesOnlyOldIds() {
     inbox.createSchemaIfAbsent().block(TIMEOUT);
     postgres.execute(
-        "INSERT INTO " + inbox.table() + " (consumer, message_id, processed_at) SELECT 'c', 'old-' || g, now() - interval '10 days' FROM generate_series(1, 12000) g",
+        "INSERT INTO " + inbox.table()
+            + " (consumer, message_id, processed_at) SELECT 'c', 'old-' || g, now() - interval '10 days' FROM generate_series(1, 12000) g",
         "INSERT INTO " + inbox.table() + " (consumer, message_id) VALUES ('c', 'fresh')");
 
     Long purged = inbox.purgeOlderThan(Duration.ofDays(7)).block(TIMEOUT);

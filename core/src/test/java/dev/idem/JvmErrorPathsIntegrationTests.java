@@ -57,9 +57,7 @@ class JvmErrorPathsIntegrationTests {
 
   /** Where the handler raises the error, after it wrote its effect. */
   enum Where {
-    EMITTED_AFTER_A_WRITE,
-    THROWN_MAPPING_A_QUERY_ROW,
-    THROWN_IN_A_MAP_AFTER_A_WRITE
+    EMITTED_AFTER_A_WRITE, THROWN_MAPPING_A_QUERY_ROW, THROWN_IN_A_MAP_AFTER_A_WRITE
   }
 
   static List<Arguments> cases() {
@@ -138,7 +136,8 @@ class JvmErrorPathsIntegrationTests {
     assertThat(bad.ackCount()).isZero();
     assertThat(bad.deadLetter()).isNull();
     assertThat(postgres.count("SELECT count(*) FROM " + effects + " WHERE message_id = 'bad'")).isZero();
-    assertThat(postgres.count("SELECT count(*) FROM " + inbox.table() + " WHERE consumer = $1 AND message_id = 'bad'", consumer)).isZero();
+    assertThat(postgres.count("SELECT count(*) FROM " + inbox.table() + " WHERE consumer = $1 AND message_id = 'bad'", consumer))
+        .isZero();
     for (Outcome<String> o : outcomes) {
       assertThat(((TestDelivery<String>) o.delivery()).ackCount()).isEqualTo(1);
     }
@@ -149,7 +148,8 @@ class JvmErrorPathsIntegrationTests {
         .process(Flux.fromIterable(again)).collectList().block(TIMEOUT);
     assertThat(second).hasSize(11);
     for (TestDelivery<String> d : again) {
-      assertThat(postgres.count("SELECT count(*) FROM " + effects + " WHERE message_id = $1", d.id())).as("effects of %s", d.id()).isEqualTo(1);
+      assertThat(postgres.count("SELECT count(*) FROM " + effects + " WHERE message_id = $1", d.id())).as("effects of %s", d.id())
+          .isEqualTo(1);
       assertThat(d.ackCount()).isEqualTo(1);
     }
   }

@@ -58,8 +58,10 @@ class KeptConnectionsIntegrationTests {
   }
 
   private IdempotentConsumer<String> consumer(int concurrency) {
-    Handler<String> effect = (p, tx) -> tx.sql("INSERT INTO " + effects + " (message_id) VALUES ($1)").bind(0, tx.messageId()).execute();
-    return IdempotentConsumer.<String>named(consumer).inbox(inbox).handler(effect).concurrency(concurrency).ordering(Ordering.UNORDERED).build();
+    Handler<String> effect = (p, tx) -> tx.sql("INSERT INTO " + effects + " (message_id) VALUES ($1)").bind(0, tx.messageId())
+        .execute();
+    return IdempotentConsumer.<String>named(consumer).inbox(inbox).handler(effect).concurrency(concurrency)
+        .ordering(Ordering.UNORDERED).build();
   }
 
   @Test
@@ -80,7 +82,8 @@ class KeptConnectionsIntegrationTests {
     List<Outcome<String>> outcomes = new CopyOnWriteArrayList<>();
     // A steady stream: the consumer's only connection is never idle long enough to go back by itself.
     Disposable running = consumer(1)
-        .process(Flux.range(0, 1_000_000).concatMap(i -> Mono.just(TestDelivery.of("m-" + i, "x")).delayElement(Duration.ofMillis(5))))
+        .process(
+            Flux.range(0, 1_000_000).concatMap(i -> Mono.just(TestDelivery.of("m-" + i, "x")).delayElement(Duration.ofMillis(5))))
         .subscribe(outcomes::add);
     try {
       await().atMost(TIMEOUT).until(() -> outcomes.size() >= 20);

@@ -63,7 +63,8 @@ class LaneDeadlocksIntegrationTests {
 
   @AfterEach
   void tearDown() {
-    postgres.execute("DROP TABLE IF EXISTS " + shared, "DROP TABLE IF EXISTS " + effects, "DROP TABLE IF EXISTS " + inbox.table());
+    postgres.execute("DROP TABLE IF EXISTS " + shared, "DROP TABLE IF EXISTS " + effects,
+        "DROP TABLE IF EXISTS " + inbox.table());
     pool.dispose();
   }
 
@@ -116,15 +117,17 @@ class LaneDeadlocksIntegrationTests {
 
     pool.dispose(); // its backends exit and flush their statistics
     int deadlocks = deadlocksPerMessage.values().stream().mapToInt(Integer::intValue).sum();
-    System.out.printf("LaneDeadlocks [%s]: %d messages, %d deadlocks seen by the handlers (%d messages hit one, at most %d times),"
-        + " pg_stat_database.deadlocks of the database +%d (whatever ran on it meanwhile), %d ms%n",
+    System.out.printf(
+        "LaneDeadlocks [%s]: %d messages, %d deadlocks seen by the handlers (%d messages hit one, at most %d times),"
+            + " pg_stat_database.deadlocks of the database +%d (whatever ran on it meanwhile), %d ms%n",
         mode, MESSAGES, deadlocks, deadlocksPerMessage.size(),
         deadlocksPerMessage.values().stream().mapToInt(Integer::intValue).max().orElse(0),
         databaseDeadlocks() - deadlocksBefore, Duration.ofNanos(System.nanoTime() - start).toMillis());
 
     assertThat(outcomes).hasSize(MESSAGES).allSatisfy(o -> assertThat(o.status()).isEqualTo(Outcome.Status.PROCESSED));
     assertThat(deliveries).allSatisfy(d -> assertThat(d.ackCount()).as("acks of %s", d.id()).isEqualTo(1));
-    assertThat(postgres.count("SELECT count(DISTINCT message_id) FROM " + effects)).as("messages with an effect").isEqualTo(MESSAGES);
+    assertThat(postgres.count("SELECT count(DISTINCT message_id) FROM " + effects)).as("messages with an effect")
+        .isEqualTo(MESSAGES);
     assertThat(postgres.count("SELECT count(*) FROM " + effects)).as("effects").isEqualTo(MESSAGES);
     long[] expected = new long[5];
     deliveries.forEach(d -> {
@@ -133,7 +136,8 @@ class LaneDeadlocksIntegrationTests {
       }
     });
     for (long row = 1; row <= 4; row++) {
-      assertThat(postgres.count("SELECT n FROM " + shared + " WHERE id = $1", row)).as("updates of row %d", row).isEqualTo(expected[(int) row]);
+      assertThat(postgres.count("SELECT n FROM " + shared + " WHERE id = $1", row)).as("updates of row %d", row)
+          .isEqualTo(expected[(int) row]);
     }
     for (String key : perKey.keySet()) {
       List<Object> order = postgres.column("SELECT n FROM " + effects + " WHERE k = $1 ORDER BY seq", key);

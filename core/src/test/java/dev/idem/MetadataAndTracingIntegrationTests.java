@@ -136,7 +136,7 @@ class MetadataAndTracingIntegrationTests {
 
   private Mono<Long> recordMetadata(MessageMetadata m, Tx tx) {
     return Mono.from(tx.sql("INSERT INTO " + effects + " (message_id, k, part, trace, attempt, at, broker) "
-            + "VALUES ($1, $2, $3, $4, $5, $6, $7)")
+        + "VALUES ($1, $2, $3, $4, $5, $6, $7)")
         .bind(0, m.messageId()).bind(1, m.key().orElseThrow()).bind(2, m.partition().orElseThrow())
         .bind(3, m.header("trace").orElseThrow()).bind(4, m.deliveryAttempt())
         .bind(5, m.timestamp().orElseThrow().atOffset(java.time.ZoneOffset.UTC))
@@ -147,8 +147,9 @@ class MetadataAndTracingIntegrationTests {
   private void assertEachHandlerSawItsOwnMetadata(int n) {
     assertThat(postgres.count("SELECT count(*) FROM " + effects)).isEqualTo(n);
     for (int i = 0; i < n; i++) {
-      List<Map<String, Object>> rows = postgres.query("SELECT k, part, trace, attempt, broker, extract(epoch FROM at)::bigint AS epoch FROM "
-          + effects + " WHERE message_id = $1", "m-" + i);
+      List<Map<String, Object>> rows = postgres
+          .query("SELECT k, part, trace, attempt, broker, extract(epoch FROM at)::bigint AS epoch FROM "
+              + effects + " WHERE message_id = $1", "m-" + i);
       assertThat(rows).hasSize(1);
       assertThat(rows.get(0)).containsEntry("k", "key-m-" + i).containsEntry("part", "topic-" + (i % 2))
           .containsEntry("trace", "t-" + i).containsEntry("attempt", 3).containsEntry("broker", Integer.toString(i))
@@ -276,11 +277,13 @@ class MetadataAndTracingIntegrationTests {
         .hasLowCardinalityKeyValue(IdemObservations.OUTCOME, "PROCESSED")
         .hasBeenStarted().hasBeenStopped();
     // The producer's trace context is read from the headers for every message.
-    assertThat(probe.traceparentByMessage).hasSize(12).allSatisfy((id, traceparent) -> assertThat(traceparent).isEqualTo(TRACEPARENT));
+    assertThat(probe.traceparentByMessage).hasSize(12)
+        .allSatisfy((id, traceparent) -> assertThat(traceparent).isEqualTo(TRACEPARENT));
     List<Observation.Context> contexts = probe.stopped;
     if (maxBatchSize == 1) {
       assertThat(contexts.stream().filter(c -> c.getName().equals(IdemObservations.TRANSACTION)))
-          .hasSize(12).allSatisfy(c -> assertThat(c.getParentObservation().getContextView().getName()).isEqualTo(IdemObservations.MESSAGE));
+          .hasSize(12)
+          .allSatisfy(c -> assertThat(c.getParentObservation().getContextView().getName()).isEqualTo(IdemObservations.MESSAGE));
       assertThat(contexts.stream().filter(c -> c.getName().equals(IdemObservations.SETTLE))).hasSize(12);
       assertThat(currentInHandler).hasSize(12).allSatisfy((id, name) -> assertThat(name).isEqualTo(IdemObservations.TRANSACTION));
       assertThat(inReactorContext).isEqualTo(currentInHandler);

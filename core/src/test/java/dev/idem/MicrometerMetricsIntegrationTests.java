@@ -72,8 +72,12 @@ class MicrometerMetricsIntegrationTests {
     assertThat(counter(MicrometerConsumerMetrics.RETRIES, "kind", "retryable")).isEqualTo(1);
     assertThat(counter(MicrometerConsumerMetrics.RETRIES, "kind", "infrastructure")).isZero();
     assertThat(registry.get(MicrometerConsumerMetrics.HANDLER).tag("consumer", consumer).timer().count()).isEqualTo(2);
-    assertThat(registry.get(MicrometerConsumerMetrics.TRANSACTION).tag("consumer", consumer).tag("committed", "true").timer().count()).isEqualTo(3);
-    assertThat(registry.get(MicrometerConsumerMetrics.TRANSACTION).tag("consumer", consumer).tag("committed", "false").timer().count()).isEqualTo(1);
+    assertThat(
+        registry.get(MicrometerConsumerMetrics.TRANSACTION).tag("consumer", consumer).tag("committed", "true").timer().count())
+        .isEqualTo(3);
+    assertThat(
+        registry.get(MicrometerConsumerMetrics.TRANSACTION).tag("consumer", consumer).tag("committed", "false").timer().count())
+        .isEqualTo(1);
     assertThat(gauge(MicrometerConsumerMetrics.IN_FLIGHT)).isZero();
     assertThat(gauge(MicrometerConsumerMetrics.UNSETTLED)).isZero();
     assertThat(gauge(MicrometerConsumerMetrics.OLDEST_AGE)).isZero();
@@ -101,6 +105,7 @@ class MicrometerMetricsIntegrationTests {
       running.dispose();
     }
     await().atMost(TIMEOUT).untilAsserted(() -> assertThat(gauge(MicrometerConsumerMetrics.IN_FLIGHT)).isZero());
-    assertThat(registry.get(MicrometerConsumerMetrics.ABANDONED).tag("consumer", consumer).counter().count()).isGreaterThanOrEqualTo(1);
+    assertThat(registry.get(MicrometerConsumerMetrics.ABANDONED).tag("consumer", consumer).counter().count())
+        .isGreaterThanOrEqualTo(1);
   }
 }

@@ -62,7 +62,8 @@ class ReadOnlyConnectionIntegrationTests {
         : tx.sql("INSERT INTO " + effects + " (message_id) VALUES ($1)").bind(0, tx.messageId()).execute();
     IdempotentConsumer<String> consumer = IdempotentConsumer.<String>named(PostgresService.uniqueName("consumer"))
         .inbox(inbox).handler(handler).concurrency(1).maxBatchSize(1)
-        .retry(RetryPolicy.backoff(2, Duration.ofMillis(5)).withInfrastructureBackoff(Duration.ofMillis(20), Duration.ofMillis(100)))
+        .retry(
+            RetryPolicy.backoff(2, Duration.ofMillis(5)).withInfrastructureBackoff(Duration.ofMillis(20), Duration.ofMillis(100)))
         .build();
     TestDelivery<String> write = TestDelivery.of("m-2", "write");
 

@@ -90,8 +90,7 @@ class ServerCancelledStatementIntegrationTests {
   @ParameterizedTest(name = "{0}, {1}")
   @CsvSource({"per-message handler, statement_timeout", "per-message handler, lock_timeout",
       "batch handler, statement_timeout", "batch handler, lock_timeout"})
-  void aHandlerStatementTheServerStopsOnATimeoutIsTheRunningMessagesAndItsBatchCommitsWithoutIt(String style, String timeout)
-{
+  void aHandlerStatementTheServerStopsOnATimeoutIsTheRunningMessagesAndItsBatchCommitsWithoutIt(String style, String timeout) {
     boolean lock = timeout.equals("lock_timeout");
     List<TestDelivery<String>> deliveries = new ArrayList<>();
     for (int i = 0; i < 9; i++) {
@@ -116,12 +115,14 @@ class ServerCancelledStatementIntegrationTests {
         .ordering(Ordering.BY_KEY).concurrency(1).prefetch(256).maxBatchSize(64).batchMaxWait(Duration.ofMillis(100))
         .transactionTimeout(Duration.ofSeconds(5)).serverTimeouts(lock ? LOCK : STATEMENT).retry(FAST);
     IdempotentConsumer<String> idem = style.equals("batch handler")
-        ? builder.batchHandler((items, tx) -> Flux.fromIterable(items).concatMap(i -> effect.apply(i.messageId(), tx)).then()).build()
+        ? builder.batchHandler((items, tx) -> Flux.fromIterable(items).concatMap(i -> effect.apply(i.messageId(), tx)).then())
+            .build()
         : builder.handler((payload, tx) -> effect.apply(tx.messageId(), tx)).build();
 
     Connection holder = lock ? holdRowLock() : null;
     List<Outcome<String>> outcomes = new CopyOnWriteArrayList<>();
-    Disposable running = idem.process(Flux.<Delivery<String>>fromIterable(deliveries).concatWith(Flux.never())).subscribe(outcomes::add);
+    Disposable running = idem.process(Flux.<Delivery<String>>fromIterable(deliveries).concatWith(Flux.never()))
+        .subscribe(outcomes::add);
     try {
       await().atMost(TIMEOUT).untilAsserted(() -> assertThat(outcomes).hasSize(9));
       int attemptsSoFar = slowAttempts.get();
@@ -134,7 +135,8 @@ class ServerCancelledStatementIntegrationTests {
       assertThat(postgres.count("SELECT count(*) FROM " + effects + " WHERE message_id = 'slow'")).isZero();
       for (TestDelivery<String> d : deliveries) {
         if (d != slow) {
-          assertThat(postgres.count("SELECT count(*) FROM " + effects + " WHERE message_id = $1", d.id())).as("effects of %s", d.id()).isEqualTo(1);
+          assertThat(postgres.count("SELECT count(*) FROM " + effects + " WHERE message_id = $1", d.id()))
+              .as("effects of %s", d.id()).isEqualTo(1);
           assertThat(d.ackCount()).as("acks of %s", d.id()).isEqualTo(1);
           // A per-message handler's batch splits at the message; a batch handler's by halves (10 -> 5 -> 3 -> 2 -> 1).
           assertThat(runs.get(d.id()).get()).as("runs of %s: the batch is split, not retried as a unit", d.id())
@@ -197,14 +199,18 @@ class ServerCancelledStatementIntegrationTests {
         }).build();
     Connection holder = Mono.from(postgres.connectionFactory().create()).block(TIMEOUT);
     Mono.from(holder.beginTransaction()).block(TIMEOUT);
-    Flux.from(holder.createStatement("INSERT INTO " + inbox.table() + " (consumer, message_id) VALUES ($1, 'm2')").bind(0, consumer)
-        .execute()).flatMap(r -> r.getRowsUpdated()).blockLast(TIMEOUT);
+    Flux.from(
+        holder.createStatement("INSERT INTO " + inbox.table() + " (consumer, message_id) VALUES ($1, 'm2')").bind(0, consumer)
+            .execute())
+        .flatMap(r -> r.getRowsUpdated()).blockLast(TIMEOUT);
     List<Outcome<String>> outcomes = new CopyOnWriteArrayList<>();
-    Disposable running = idem.process(Flux.<Delivery<String>>fromIterable(deliveries).concatWith(Flux.never())).subscribe(outcomes::add);
+    Disposable running = idem.process(Flux.<Delivery<String>>fromIterable(deliveries).concatWith(Flux.never()))
+        .subscribe(outcomes::add);
     try {
       await().atMost(TIMEOUT).until(() -> retries.size() >= 3);
       assertThat(retries).as("retried as the database's").containsOnly(ErrorKind.INFRASTRUCTURE);
-      assertThat(logs.list).anySatisfy(e -> assertThat(e.getFormattedMessage()).contains("infrastructure unavailable").contains("55P03"));
+      assertThat(logs.list)
+          .anySatisfy(e -> assertThat(e.getFormattedMessage()).contains("infrastructure unavailable").contains("55P03"));
       assertThat(outcomes).isEmpty();
       assertThat(handlerRuns.get()).as("the dedup insert never got through, so no handler ran").isZero();
       assertThat(logs.list).noneSatisfy(e -> assertThat(e.getFormattedMessage()).contains("split"));

@@ -77,7 +77,8 @@ public final class Benchmark {
     double load = Jvm.loadAverage();
     try {
       if (options.kafka) {
-        Workload workload = Workload.generate(options.messages(DEFAULT_MESSAGES), options.duplicates, options.accounts, options.seed);
+        Workload workload = Workload.generate(options.messages(DEFAULT_MESSAGES), options.duplicates, options.accounts,
+            options.seed);
         try (KafkaEnv kafka = KafkaEnv.start(options)) {
           if (options.warmup > 0) {
             Workload warm = Workload.generate(options.warmup, options.duplicates, options.accounts, options.seed + 1);
@@ -93,29 +94,37 @@ public final class Benchmark {
           kafka.createTopic(topic, options.partitions);
           long start = System.nanoTime();
           kafka.publish(topic, workload);
-          System.err.printf(Locale.ROOT, "[kafka] published %,d records to %s in %.1f s%n", workload.total(), topic, (System.nanoTime() - start) / 1e9);
-          setup.add(String.format(Locale.ROOT, "kafka: %,d messages + %,d producer duplicates on %d partitions keyed by account; a fresh consumer group "
-              + "per row reads from the beginning; kafka-clients %s; %s", workload.distinct(), workload.duplicates(), options.partitions,
+          System.err.printf(Locale.ROOT, "[kafka] published %,d records to %s in %.1f s%n", workload.total(), topic,
+              (System.nanoTime() - start) / 1e9);
+          setup.add(String.format(Locale.ROOT,
+              "kafka: %,d messages + %,d producer duplicates on %d partitions keyed by account; a fresh consumer group "
+                  + "per row reads from the beginning; kafka-clients %s; %s",
+              workload.distinct(), workload.duplicates(), options.partitions,
               AppInfoParser.getVersion(), kafka.where()));
           results.addAll(new ThroughputRows("kafka", "kafka", options, db, tables, workload,
-              (rowId, engine) -> new KafkaFeed(kafka, topic, "bench-" + suffix + "-" + rowId, engine, options.stall), options.kafkaEngines,
+              (rowId, engine) -> new KafkaFeed(kafka, topic, "bench-" + suffix + "-" + rowId, engine, options.stall),
+              options.kafkaEngines,
               options.rounds, kafka.brokerPid()).run());
           kafka.deleteTopic(topic);
         }
       }
       if (options.rabbit) {
-        Workload workload = Workload.generate(options.messages(DEFAULT_MESSAGES), options.duplicates, options.accounts, options.seed);
+        Workload workload = Workload.generate(options.messages(DEFAULT_MESSAGES), options.duplicates, options.accounts,
+            options.seed);
         try (RabbitEnv rabbit = new RabbitEnv(options.rabbitUri, options.rabbitQuorum)) {
-          setup.add(String.format(Locale.ROOT, "rabbit: %,d messages + %,d producer duplicates, published to a fresh queue before each row; %s at %s",
+          setup.add(String.format(Locale.ROOT,
+              "rabbit: %,d messages + %,d producer duplicates, published to a fresh queue before each row; %s at %s",
               workload.distinct(), workload.duplicates(), rabbit.version(), Options.masked(options.rabbitUri)));
           if (options.warmup > 0) {
             Workload warm = Workload.generate(options.warmup, options.duplicates, options.accounts, options.seed + 1);
             warmUpFailures.addAll(failedRows(new ThroughputRows("rabbit", "rabbit warm-up", options, db, tables, warm,
-                (rowId, engine) -> new RabbitFeed(rabbit, "bench_warmup_" + suffix + "_" + rowId, warm, options.stall), RABBIT_ENGINES, 1, rabbitPid(options)).run(),
+                (rowId, engine) -> new RabbitFeed(rabbit, "bench_warmup_" + suffix + "_" + rowId, warm, options.stall),
+                RABBIT_ENGINES, 1, rabbitPid(options)).run(),
                 "warm-up "));
           }
           results.addAll(new ThroughputRows("rabbit", "rabbit", options, db, tables, workload,
-              (rowId, engine) -> new RabbitFeed(rabbit, "bench_payments_" + suffix + "_" + rowId, workload, options.stall), RABBIT_ENGINES,
+              (rowId, engine) -> new RabbitFeed(rabbit, "bench_payments_" + suffix + "_" + rowId, workload, options.stall),
+              RABBIT_ENGINES,
               options.rounds, rabbitPid(options)).run());
         }
       }
@@ -129,11 +138,14 @@ public final class Benchmark {
     System.out.println("# machine: " + machine(load) + "; PostgreSQL " + postgresVersion);
     setup.forEach(line -> System.out.println("# " + line));
     if (options.warmup > 0) {
-      System.out.printf(Locale.ROOT, "# before the timed rows of each broker, the same rows ran untimed on %,d other messages (JIT warm-up)%n", options.warmup);
+      System.out.printf(Locale.ROOT,
+          "# before the timed rows of each broker, the same rows ran untimed on %,d other messages (JIT warm-up)%n",
+          options.warmup);
     }
-    System.out.println("# msg/s: deliveries (duplicates included) from the first delivery to the last settlement (ack, or Kafka offset "
-        + "marked for commit); x ...: an Idem row's msg/s over the peer's; CPU: the benchmark JVM's process CPU time in that window;"
-        + " broker CPU: the local broker process's CPU time from the row's start to its stop");
+    System.out
+        .println("# msg/s: deliveries (duplicates included) from the first delivery to the last settlement (ack, or Kafka offset "
+            + "marked for commit); x ...: an Idem row's msg/s over the peer's; CPU: the benchmark JVM's process CPU time in that window;"
+            + " broker CPU: the local broker process's CPU time from the row's start to its stop");
     System.out.println();
     System.out.print(ResultTable.format(results));
     System.out.println();
@@ -149,7 +161,8 @@ public final class Benchmark {
   }
 
   private static List<String> failedRows(List<RowResult> results, String prefix) {
-    return results.stream().filter(r -> !r.ok()).map(r -> prefix + r.broker() + " row " + r.id() + " (" + String.join("; ", r.failures()) + ")").toList();
+    return results.stream().filter(r -> !r.ok())
+        .map(r -> prefix + r.broker() + " row " + r.id() + " (" + String.join("; ", r.failures()) + ")").toList();
   }
 
   static int verdict(List<String> failed, boolean nothingRan) {
@@ -162,12 +175,14 @@ public final class Benchmark {
       System.out.println("**************** BENCHMARK FAILED ****************");
       return 1;
     }
-    System.out.println("RESULT: OK - every row applied one effect per distinct message id and every balance equals the sum of its distinct events");
+    System.out.println(
+        "RESULT: OK - every row applied one effect per distinct message id and every balance equals the sum of its distinct events");
     return 0;
   }
 
   static String machine(double loadAverage) {
-    return Runtime.getRuntime().availableProcessors() + " cores, " + System.getProperty("os.name") + " " + System.getProperty("os.arch")
+    return Runtime.getRuntime().availableProcessors() + " cores, " + System.getProperty("os.name") + " "
+        + System.getProperty("os.arch")
         + String.format(Locale.ROOT, ", load average %.2f at start", loadAverage)
         + ", JVM " + System.getProperty("java.vm.name") + " " + System.getProperty("java.runtime.version")
         + " (max heap " + Runtime.getRuntime().maxMemory() / (1024 * 1024) + " MB)";

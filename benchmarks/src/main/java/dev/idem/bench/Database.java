@@ -27,8 +27,10 @@ final class Database {
    */
   Database(String uri) {
     URI parsed = URI.create(uri);
-    if (!"postgresql".equals(parsed.getScheme()) || parsed.getHost() == null || parsed.getPath() == null || parsed.getPath().length() < 2) {
-      throw new IllegalArgumentException("-Dpostgres must look like postgresql://user[:password]@host:port/database, was " + Options.masked(uri));
+    if (!"postgresql".equals(parsed.getScheme()) || parsed.getHost() == null || parsed.getPath() == null
+        || parsed.getPath().length() < 2) {
+      throw new IllegalArgumentException(
+          "-Dpostgres must look like postgresql://user[:password]@host:port/database, was " + Options.masked(uri));
     }
     String user = "postgres";
     if (parsed.getRawUserInfo() != null) {
@@ -96,7 +98,8 @@ final class Database {
 
   Map<Integer, Long> balances(Tables tables) throws SQLException {
     Map<Integer, Long> balances = new HashMap<>();
-    try (Connection c = connect(); Statement s = c.createStatement();
+    try (Connection c = connect();
+        Statement s = c.createStatement();
         ResultSet rs = s.executeQuery("SELECT id, balance FROM " + tables.accounts())) {
       while (rs.next()) {
         balances.put(rs.getInt(1), rs.getLong(2));
@@ -106,7 +109,8 @@ final class Database {
   }
 
   long dedupRows(Tables tables) throws SQLException {
-    try (Connection c = connect(); Statement s = c.createStatement();
+    try (Connection c = connect();
+        Statement s = c.createStatement();
         ResultSet rs = s.executeQuery("SELECT count(*) FROM " + tables.inbox())) {
       rs.next();
       return rs.getLong(1);

@@ -1,8 +1,8 @@
 package dev.idem.bench;
 
 import dev.idem.BatchHandler;
-import dev.idem.ConsumerMetrics;
 import dev.idem.BatchItem;
+import dev.idem.ConsumerMetrics;
 import dev.idem.Handler;
 import dev.idem.IdempotentConsumer;
 import dev.idem.Ordering;
@@ -64,7 +64,8 @@ record IdemSetting(String id, Ordering ordering, int concurrency, int prefetch, 
     if (maxBatchSize <= 1) {
       return "Idem per message, " + order + " c" + concurrency + " p" + prefetch + suffix;
     }
-    return "Idem batch " + maxBatchSize + ", " + (setBased ? "BatchHandler" : "Handler") + ", " + order + " c" + concurrency + " p" + prefetch
+    return "Idem batch " + maxBatchSize + ", " + (setBased ? "BatchHandler" : "Handler") + ", " + order + " c" + concurrency
+        + " p" + prefetch
         + suffix;
   }
 

@@ -12,8 +12,8 @@ import java.util.List;
 /** This JVM's CPU time and child JVMs on the benchmark's class path. */
 final class Jvm {
 
-  private static final com.sun.management.OperatingSystemMXBean OS =
-      (com.sun.management.OperatingSystemMXBean) ManagementFactory.getOperatingSystemMXBean();
+  private static final com.sun.management.OperatingSystemMXBean OS = (com.sun.management.OperatingSystemMXBean) ManagementFactory
+      .getOperatingSystemMXBean();
 
   private Jvm() {}
 

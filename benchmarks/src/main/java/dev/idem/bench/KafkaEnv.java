@@ -96,7 +96,8 @@ final class KafkaEnv implements AutoCloseable {
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
     while (!hasLeaders(topic, partitions)) {
       if (System.nanoTime() > deadline) {
-        throw new IllegalStateException("topic " + topic + " has no leader for each of its " + partitions + " partitions after 60 s");
+        throw new IllegalStateException(
+            "topic " + topic + " has no leader for each of its " + partitions + " partitions after 60 s");
       }
       Thread.sleep(50);
     }
@@ -140,7 +141,8 @@ final class KafkaEnv implements AutoCloseable {
   static ProducerRecord<byte[], byte[]> record(String topic, Workload workload, int position, long publishedNanos) {
     int event = workload.eventAt(position);
     ProducerRecord<byte[], byte[]> record = new ProducerRecord<>(topic,
-        Integer.toString(workload.account(event)).getBytes(StandardCharsets.US_ASCII), workload.payment(event, publishedNanos).encode());
+        Integer.toString(workload.account(event)).getBytes(StandardCharsets.US_ASCII),
+        workload.payment(event, publishedNanos).encode());
     record.headers().add("message-id", Workload.id(event).getBytes(StandardCharsets.US_ASCII));
     return record;
   }
@@ -168,10 +170,12 @@ final class KafkaEnv implements AutoCloseable {
       }
       if (!failed.isEmpty()) {
         if (round == 3) {
-          throw new IllegalStateException("publishing to " + topic + " failed: " + failed.size() + " records not written after 3 rounds",
+          throw new IllegalStateException(
+              "publishing to " + topic + " failed: " + failed.size() + " records not written after 3 rounds",
               failure.get());
         }
-        System.out.printf("[kafka] %d of %d records were not written to %s (%s); sending them again%n", failed.size(), pending.size(),
+        System.out.printf("[kafka] %d of %d records were not written to %s (%s); sending them again%n", failed.size(),
+            pending.size(),
             topic, failure.get());
       }
       pending = failed.stream().sorted().toList();
@@ -183,12 +187,14 @@ final class KafkaEnv implements AutoCloseable {
   }
 
   Map<Integer, Long> endOffsets(String topic) throws Exception {
-    int partitions = admin.describeTopics(List.of(topic)).allTopicNames().get(30, TimeUnit.SECONDS).get(topic).partitions().size();
+    int partitions = admin.describeTopics(List.of(topic)).allTopicNames().get(30, TimeUnit.SECONDS).get(topic).partitions()
+        .size();
     Map<TopicPartition, OffsetSpec> request = new HashMap<>();
     for (int p = 0; p < partitions; p++) {
       request.put(new TopicPartition(topic, p), OffsetSpec.latest());
     }
-    Map<TopicPartition, ListOffsetsResult.ListOffsetsResultInfo> result = admin.listOffsets(request).all().get(30, TimeUnit.SECONDS);
+    Map<TopicPartition, ListOffsetsResult.ListOffsetsResultInfo> result = admin.listOffsets(request).all().get(30,
+        TimeUnit.SECONDS);
     Map<Integer, Long> offsets = new HashMap<>();
     result.forEach((tp, info) -> offsets.put(tp.partition(), info.offset()));
     return offsets;
@@ -236,7 +242,9 @@ final class KafkaEnv implements AutoCloseable {
    */
   String shareLeftOver(String group, String topic, Duration window) {
     List<String> left = ShareGroups.leftOver(bootstrap, group, topic, window);
-    return left.isEmpty() ? null : left.size() + " records still in share group " + group + " after the row, for example " + left.get(0);
+    return left.isEmpty()
+        ? null
+        : left.size() + " records still in share group " + group + " after the row, for example " + left.get(0);
   }
 
   /**
@@ -247,7 +255,8 @@ final class KafkaEnv implements AutoCloseable {
   int shareAssignedPartitions(String group, String topic) throws Exception {
     try {
       return admin.describeShareGroups(List.of(group)).describedGroups().get(group).get(30, TimeUnit.SECONDS).members().stream()
-          .mapToInt(m -> (int) m.assignment().topicPartitions().stream().filter(tp -> tp.topic().equals(topic)).map(tp -> tp.partition())
+          .mapToInt(m -> (int) m.assignment().topicPartitions().stream().filter(tp -> tp.topic().equals(topic))
+              .map(tp -> tp.partition())
               .distinct().count())
           .max().orElse(0);
     } catch (ExecutionException e) {
@@ -261,7 +270,8 @@ final class KafkaEnv implements AutoCloseable {
   /** The number of members of a group that have partitions of {@code topic} assigned, and how many partitions. */
   int assignedPartitions(String group, String topic) throws Exception {
     try {
-      return admin.describeConsumerGroups(List.of(group)).describedGroups().get(group).get(30, TimeUnit.SECONDS).members().stream()
+      return admin.describeConsumerGroups(List.of(group)).describedGroups().get(group).get(30, TimeUnit.SECONDS).members()
+          .stream()
           .mapToInt(m -> (int) m.assignment().topicPartitions().stream().filter(tp -> tp.topic().equals(topic)).count()).sum();
     } catch (java.util.concurrent.ExecutionException e) {
       if (e.getCause() instanceof org.apache.kafka.common.errors.GroupIdNotFoundException) {

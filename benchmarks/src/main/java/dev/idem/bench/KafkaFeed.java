@@ -84,7 +84,8 @@ final class KafkaFeed implements Feed {
       ConsumerRecords<byte[], byte[]> records = consumer.poll(Duration.ofMillis(100));
       if (records.isEmpty()) {
         if (System.nanoTime() - lastRecord > stall.toNanos()) {
-          throw new IllegalStateException("stalled: " + progress.settled() + " messages settled, nothing polled for " + stall.toSeconds() + " s");
+          throw new IllegalStateException(
+              "stalled: " + progress.settled() + " messages settled, nothing polled for " + stall.toSeconds() + " s");
         }
         continue;
       }
@@ -116,9 +117,12 @@ final class KafkaFeed implements Feed {
 
   @Override
   public void jdbcPerMessage(Progress progress, Database db, Database.Tables tables) throws Exception {
-    try (KafkaConsumer<byte[], byte[]> consumer = consumer(); Connection c = db.connect();
-        PreparedStatement dedup = c.prepareStatement("INSERT INTO " + tables.inbox() + " (consumer, message_id) VALUES (?, ?) ON CONFLICT DO NOTHING");
-        PreparedStatement credit = c.prepareStatement("UPDATE " + tables.accounts() + " SET balance = balance + ? WHERE id = ?")) {
+    try (KafkaConsumer<byte[], byte[]> consumer = consumer();
+        Connection c = db.connect();
+        PreparedStatement dedup = c
+            .prepareStatement("INSERT INTO " + tables.inbox() + " (consumer, message_id) VALUES (?, ?) ON CONFLICT DO NOTHING");
+        PreparedStatement credit = c
+            .prepareStatement("UPDATE " + tables.accounts() + " SET balance = balance + ? WHERE id = ?")) {
       c.setAutoCommit(false);
       pollLoop(consumer, progress, records -> {
         for (ConsumerRecord<byte[], byte[]> record : records) {
@@ -253,8 +257,8 @@ final class KafkaFeed implements Feed {
   private void runContainer(Progress progress, Object listener) throws Exception {
     ContainerProperties properties = new ContainerProperties(topic);
     properties.setMessageListener(listener);
-    KafkaMessageListenerContainer<byte[], byte[]> container =
-        new KafkaMessageListenerContainer<>(new DefaultKafkaConsumerFactory<>(consumerProperties()), properties);
+    KafkaMessageListenerContainer<byte[], byte[]> container = new KafkaMessageListenerContainer<>(
+        new DefaultKafkaConsumerFactory<>(consumerProperties()), properties);
     container.start();
     try {
       progress.await(stall);
@@ -300,7 +304,8 @@ final class KafkaFeed implements Feed {
 
   @Override
   public String drainedAfterStop() throws Exception {
-    return share ? kafka.shareLeftOver(group, topic, SHARE_LOCK.multipliedBy(2).plusSeconds(1))
+    return share
+        ? kafka.shareLeftOver(group, topic, SHARE_LOCK.multipliedBy(2).plusSeconds(1))
         : kafka.awaitCommittedToEnd(group, topic, Duration.ofSeconds(10));
   }
 

@@ -47,7 +47,8 @@ final class LatencyMode {
   /** The row that reads a Kafka share group (KafkaShareSource, one share consumer) instead of a consumer group; Kafka only. */
   static final String SHARE_ROW = "L4";
 
-  private record Line(String broker, String mode, double publishedPerSecond, long[] sorted, List<String> failures, IdemSetting setting,
+  private record Line(String broker, String mode, double publishedPerSecond, long[] sorted, List<String> failures,
+      IdemSetting setting,
       TransactionTimes times) {}
 
   static int run(Options options) throws Exception {
@@ -57,14 +58,19 @@ final class LatencyMode {
     String suffix = tables.inbox().substring("bench_inbox_".length());
     double load = Jvm.loadAverage();
     int total = options.rate * (options.seconds + WARMUP_SECONDS);
-    Workload measured = Workload.generate((int) Math.round(total / (1 + options.duplicates)), options.duplicates, options.accounts, options.seed);
+    Workload measured = Workload.generate((int) Math.round(total / (1 + options.duplicates)), options.duplicates,
+        options.accounts, options.seed);
     // L0 is no Idem setting: its pool size of 1 and batch of 500 only fill the table's columns.
-    List<IdemSetting> settings = Stream.of(new IdemSetting(LOOP_ROW, Ordering.UNORDERED, 1, 500, 500, true), IdemSetting.defaults("L1"), IdemSetting.oldDefaults("L2"),
-        new IdemSetting("L3", Ordering.BY_KEY, 4, 256, 64, true), IdemSetting.defaults(SHARE_ROW).withOrdering(Ordering.UNORDERED))
+    List<IdemSetting> settings = Stream
+        .of(new IdemSetting(LOOP_ROW, Ordering.UNORDERED, 1, 500, 500, true), IdemSetting.defaults("L1"),
+            IdemSetting.oldDefaults("L2"),
+            new IdemSetting("L3", Ordering.BY_KEY, 4, 256, 64, true),
+            IdemSetting.defaults(SHARE_ROW).withOrdering(Ordering.UNORDERED))
         .filter(setting -> options.runs(setting.id())).toList();
     if (settings.isEmpty()) {
-      throw new IllegalArgumentException("-Drows=" + System.getProperty("rows") + " names no latency row: L0 (the JDBC loop), L1 (defaults), L2 (old defaults),"
-          + " L3 (batch 64, BatchHandler), L4 (defaults but UNORDERED, Kafka share group)");
+      throw new IllegalArgumentException(
+          "-Drows=" + System.getProperty("rows") + " names no latency row: L0 (the JDBC loop), L1 (defaults), L2 (old defaults),"
+              + " L3 (batch 64, BatchHandler), L4 (defaults but UNORDERED, Kafka share group)");
     }
     if (settings.size() > 1 || options.kafka && options.rabbit) {
       // What one row leaves in a JVM (compiled code above all) must not shape the next row's figures.
@@ -77,7 +83,8 @@ final class LatencyMode {
     try {
       if (options.kafka) {
         try (KafkaEnv kafka = KafkaEnv.start(options)) {
-          setup.add("kafka: " + options.partitions + " partitions keyed by account, producer acks=all linger.ms=0; " + kafka.where());
+          setup.add(
+              "kafka: " + options.partitions + " partitions keyed by account, producer acks=all linger.ms=0; " + kafka.where());
           for (int pass = options.warmup > 0 ? 0 : 1; pass < 2; pass++) {
             Workload workload = pass == 0 ? warm : measured;
             List<Line> into = pass == 0 ? warmUpLines : lines;
@@ -91,8 +98,11 @@ final class LatencyMode {
                   KafkaProducer<byte[], byte[]> producer = kafka.producer(0)) {
                 AtomicReference<Exception> sendFailure = new AtomicReference<>();
                 into.add(measure(pass == 0 ? "kafka warm-up" : "kafka", setting, options, db, tables, workload, feed,
-                    share ? () -> await(() -> kafka.shareAssignedPartitions(group, topic) == options.partitions, "the share group's assignment")
-                        : () -> await(() -> kafka.assignedPartitions(group, topic) == options.partitions, "the consumer group's assignment"),
+                    share
+                        ? () -> await(() -> kafka.shareAssignedPartitions(group, topic) == options.partitions,
+                            "the share group's assignment")
+                        : () -> await(() -> kafka.assignedPartitions(group, topic) == options.partitions,
+                            "the consumer group's assignment"),
                     i -> producer.send(KafkaEnv.record(topic, workload, i, System.nanoTime()), (m, e) -> {
                       if (e != null) {
                         sendFailure.compareAndSet(null, e);
@@ -125,7 +135,8 @@ final class LatencyMode {
                     () -> await(() -> rabbit.consumers(queue) == 1, "the consumer"),
                     i -> {
                       int event = workload.eventAt(i);
-                      channel.basicPublish("", queue, RabbitEnv.properties(workload, event), workload.payment(event, System.nanoTime()).encode());
+                      channel.basicPublish("", queue, RabbitEnv.properties(workload, event),
+                          workload.payment(event, System.nanoTime()).encode());
                     },
                     () -> channel.waitForConfirmsOrDie(60_000)));
               }
@@ -137,16 +148,20 @@ final class LatencyMode {
       db.drop(tables);
     }
     System.out.println();
-    System.out.printf(Locale.ROOT, "# Idem publish-to-settle latency at %,d msg/s for %d s (after %d s of warm-up), %d%% producer duplicates, %d accounts%n",
+    System.out.printf(Locale.ROOT,
+        "# Idem publish-to-settle latency at %,d msg/s for %d s (after %d s of warm-up), %d%% producer duplicates, %d accounts%n",
         options.rate, options.seconds, WARMUP_SECONDS, Math.round(options.duplicates * 100), options.accounts);
     System.out.println("# command: " + options.commandLine());
     System.out.println("# machine: " + Benchmark.machine(load) + "; PostgreSQL " + postgresVersion);
     setup.forEach(line -> System.out.println("# " + line));
     if (options.warmup > 0) {
-      System.out.printf(Locale.ROOT, "# before the measured rows of each broker, the same rows ran on %,d other messages at the same rate (JIT warm-up)%n", options.warmup);
+      System.out.printf(Locale.ROOT,
+          "# before the measured rows of each broker, the same rows ran on %,d other messages at the same rate (JIT warm-up)%n",
+          options.warmup);
     }
-    System.out.println("# latency: from the publisher's send (the time travels in the payload) to the outcome, emitted after the ack "
-        + "(Kafka: offset marked; committed within the 1 s commit interval)");
+    System.out
+        .println("# latency: from the publisher's send (the time travels in the payload) to the outcome, emitted after the ack "
+            + "(Kafka: offset marked; committed within the 1 s commit interval)");
     System.out.println();
     System.out.println(TABLE_HEADER);
     List<String> failed = new ArrayList<>();
@@ -160,8 +175,11 @@ final class LatencyMode {
       long[] s = line.sorted();
       TransactionTimes t = line.times();
       double tx = t == null ? -1 : t.meanMillis();
-      String laneBound = tx > 0 && line.setting().maxBatchSize() == 1 ? String.format(Locale.ROOT, "%,.0f", line.setting().concurrency() * 1000 / tx) : "-";
-      System.out.printf(Locale.ROOT, "| %s | %s | %,.0f | %,d | %s | %s | %s | %s | %s | %s | %s | %s |%n", line.broker(), line.mode(), line.publishedPerSecond(), s.length,
+      String laneBound = tx > 0 && line.setting().maxBatchSize() == 1
+          ? String.format(Locale.ROOT, "%,.0f", line.setting().concurrency() * 1000 / tx)
+          : "-";
+      System.out.printf(Locale.ROOT, "| %s | %s | %,.0f | %,d | %s | %s | %s | %s | %s | %s | %s | %s |%n", line.broker(),
+          line.mode(), line.publishedPerSecond(), s.length,
           millis(percentile(s, 0.50)), millis(percentile(s, 0.99)), millis(s.length == 0 ? -1 : s[s.length - 1]),
           tx < 0 ? "-" : String.format(Locale.ROOT, "%.2f", tx), laneBound,
           t == null ? "-" : String.format(Locale.ROOT, "%.3f", t.cpuMillisPerMessage(s.length)),
@@ -190,7 +208,8 @@ final class LatencyMode {
     boolean holds() throws Exception;
   }
 
-  private static Line measure(String broker, IdemSetting setting, Options options, Database db, Database.Tables tables, Workload workload,
+  private static Line measure(String broker, IdemSetting setting, Options options, Database db, Database.Tables tables,
+      Workload workload,
       Feed feed, Step awaitConsumer, Publish publish, Step flush) {
     boolean loop = setting.id().equals(LOOP_ROW);
     String mode = setting.id() + " " + (loop ? LOOP_LABEL : setting.label());
@@ -224,10 +243,12 @@ final class LatencyMode {
       }
       String drained = settled != null ? settled : feed.drainedAfterStop();
       List<String> failures = Checker.failures(workload, new Checker.Observation(progress.settled(), progress.processed(),
-          progress.duplicates(), progress.deadLettered(), -1, db.dedupRows(tables), db.balances(tables), drained == null, drained));
+          progress.duplicates(), progress.deadLettered(), -1, db.dedupRows(tables), db.balances(tables), drained == null,
+          drained));
       double achieved = workload.total() / (publishNanos / 1e9);
       if (achieved < options.rate * 0.95) {
-        System.err.printf(Locale.ROOT, "[%s] the publisher fell behind: %,.0f msg/s instead of %,d%n", broker, achieved, options.rate);
+        System.err.printf(Locale.ROOT, "[%s] the publisher fell behind: %,.0f msg/s instead of %,d%n", broker, achieved,
+            options.rate);
       }
       return new Line(broker, mode, achieved, progress.sortedLatencies(), failures, setting, times);
     } catch (Exception | AssertionError e) {
@@ -237,11 +258,15 @@ final class LatencyMode {
   }
 
   /** Idem with {@code setting} on the row's source (a share group for {@link #SHARE_ROW}); closing it stops the consumer and the source. */
-  private static AutoCloseable idem(IdemSetting setting, Feed feed, ConnectionPool pool, Database.Tables tables, Progress progress,
+  private static AutoCloseable idem(IdemSetting setting, Feed feed, ConnectionPool pool, Database.Tables tables,
+      Progress progress,
       TransactionTimes times) {
-    IdempotentConsumer<Payment> consumer = setting.consumer("idem-" + setting.id(), PostgresInbox.create(pool, tables.inbox()), tables.accounts(),
+    IdempotentConsumer<Payment> consumer = setting.consumer("idem-" + setting.id(), PostgresInbox.create(pool, tables.inbox()),
+        tables.accounts(),
         times);
-    Feed.Source source = setting.id().equals(SHARE_ROW) ? feed.shareSource(setting.prefetch(), 1) : feed.idemSource(setting.prefetch());
+    Feed.Source source = setting.id().equals(SHARE_ROW)
+        ? feed.shareSource(setting.prefetch(), 1)
+        : feed.idemSource(setting.prefetch());
     Disposable running = consumer.process(source.deliveries().doOnNext(d -> progress.received()))
         .subscribe(progress::settled, progress::failed);
     return () -> {

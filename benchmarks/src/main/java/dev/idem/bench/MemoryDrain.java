@@ -124,7 +124,8 @@ public final class MemoryDrain {
         if (!GarbageCollectionNotificationInfo.GARBAGE_COLLECTION_NOTIFICATION.equals(notification.getType())) {
           return;
         }
-        GarbageCollectionNotificationInfo info = GarbageCollectionNotificationInfo.from((CompositeData) notification.getUserData());
+        GarbageCollectionNotificationInfo info = GarbageCollectionNotificationInfo
+            .from((CompositeData) notification.getUserData());
         long used = info.getGcInfo().getMemoryUsageAfterGc().entrySet().stream()
             .filter(e -> heapPools.contains(e.getKey())).mapToLong(e -> e.getValue().getUsed()).sum();
         peak.accumulateAndGet(used, Math::max);

@@ -37,11 +37,14 @@ final class MemoryMode {
       kafka.createTopic(topic, options.partitions);
       long start = System.nanoTime();
       kafka.publish(topic, workload);
-      System.err.printf(Locale.ROOT, "[memory] published %,d records to %s in %.1f s%n", workload.total(), topic, (System.nanoTime() - start) / 1e9);
+      System.err.printf(Locale.ROOT, "[memory] published %,d records to %s in %.1f s%n", workload.total(), topic,
+          (System.nanoTime() - start) / 1e9);
       db.reset(tables, workload.accounts());
       Path resultFile = Files.createTempFile("idem-bench-memory-", ".properties");
-      Process child = Jvm.java(List.of("-Xmx" + options.heap), MemoryDrain.class, List.of(kafka.bootstrap(), topic, group, db.r2dbcUrl(),
-          tables.inbox(), tables.accounts(), Integer.toString(workload.total()), Long.toString(options.stall.toSeconds()), resultFile.toString()))
+      Process child = Jvm
+          .java(List.of("-Xmx" + options.heap), MemoryDrain.class, List.of(kafka.bootstrap(), topic, group, db.r2dbcUrl(),
+              tables.inbox(), tables.accounts(), Integer.toString(workload.total()), Long.toString(options.stall.toSeconds()),
+              resultFile.toString()))
           .inheritIO().start();
       int exit = child.waitFor();
       if (Files.size(resultFile) > 0) {
@@ -52,7 +55,8 @@ final class MemoryMode {
       Files.deleteIfExists(resultFile);
       String committed = kafka.awaitCommittedToEnd(group, topic, Duration.ofSeconds(10));
       failures = new java.util.ArrayList<>(Checker.failures(workload, new Checker.Observation(
-          number(result, "settled"), number(result, "processed"), number(result, "duplicates"), number(result, "deadLettered"), -1,
+          number(result, "settled"), number(result, "processed"), number(result, "duplicates"), number(result, "deadLettered"),
+          -1,
           db.dedupRows(tables), db.balances(tables), committed == null, committed)));
       if (exit != 0) {
         failures.add(0, "the consumer JVM exited with status " + exit + " (an OutOfMemoryError shows above)");
@@ -67,16 +71,20 @@ final class MemoryMode {
     double mb = 1024 * 1024;
     long nanos = number(result, "nanos");
     System.out.println();
-    System.out.println("# Idem memory under a backlog: default settings (KafkaSource and IdempotentConsumer defaults: BY_KEY, concurrency "
-        + dev.idem.IdempotentConsumer.DEFAULT_CONCURRENCY + ", prefetch " + dev.idem.IdempotentConsumer.DEFAULT_PREFETCH
-        + "; pool " + dev.idem.postgres.PostgresConnections.DEFAULT_POOL_SIZE + "), per-message handler");
+    System.out.println(
+        "# Idem memory under a backlog: default settings (KafkaSource and IdempotentConsumer defaults: BY_KEY, concurrency "
+            + dev.idem.IdempotentConsumer.DEFAULT_CONCURRENCY + ", prefetch " + dev.idem.IdempotentConsumer.DEFAULT_PREFETCH
+            + "; pool " + dev.idem.postgres.PostgresConnections.DEFAULT_POOL_SIZE + "), per-message handler");
     System.out.println("# command: " + options.commandLine());
     System.out.println("# machine: " + Benchmark.machine(load) + "; PostgreSQL " + postgresVersion);
-    System.out.printf(Locale.ROOT, "# kafka: a backlog of %,d messages + %,d producer duplicates on %d partitions, published before the consumer starts; %s%n",
+    System.out.printf(Locale.ROOT,
+        "# kafka: a backlog of %,d messages + %,d producer duplicates on %d partitions, published before the consumer starts; %s%n",
         workload.distinct(), workload.duplicates(), options.partitions, where);
-    System.out.println("# the consumer runs in a child JVM with -Xmx" + options.heap + "; heap after GC = heap pools in use after each collection (GC notifications)");
+    System.out.println("# the consumer runs in a child JVM with -Xmx" + options.heap
+        + "; heap after GC = heap pools in use after each collection (GC notifications)");
     System.out.println();
-    System.out.printf(Locale.ROOT, "messages drained                 %,d in %.1f s (%,.0f msg/s)%n", number(result, "settled"), nanos / 1e9,
+    System.out.printf(Locale.ROOT, "messages drained                 %,d in %.1f s (%,.0f msg/s)%n", number(result, "settled"),
+        nanos / 1e9,
         nanos > 0 ? number(result, "settled") / (nanos / 1e9) : 0);
     System.out.printf(Locale.ROOT, "peak heap after GC               %.1f MB of %.0f MB max, over %d collections%n",
         number(result, "peakHeapAfterGc") / mb, number(result, "maxHeap") / mb, number(result, "collections"));

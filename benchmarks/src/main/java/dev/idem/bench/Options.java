@@ -22,24 +22,30 @@ final class Options {
 
   /** Every property the benchmark reads, with its meaning, for {@code -Dhelp} and the command line it prints. */
   static final String[][] PROPERTIES = {
-      {"mode", "throughput (default): the table; memory: drain a backlog with default settings in a child JVM and report its heap; latency: p50/p99 publish-to-settle at a fixed rate"},
+      {"mode",
+          "throughput (default): the table; memory: drain a backlog with default settings in a child JVM and report its heap; latency: p50/p99 publish-to-settle at a fixed rate"},
       {"broker", "kafka, rabbit or both (default both; memory mode: Kafka only)"},
       {"messages", "distinct messages (default 400000 per broker, rows of 30 s and more; memory 1000000)"},
       {"duplicates", "producer duplicates as a fraction of the messages (default 0.05)"},
       {"accounts", "accounts (default 1000)"},
       {"partitions", "Kafka partitions (default 4)"},
-      {"rows", "only these rows, e.g. 1,2,4b (default all; with -DkafkaEngine=both, 4b runs 4b and 4b-rk, 4b-rk runs only that); latency mode: "
-          + "L0 (the JDBC loop of row 3), L1 (defaults), L2 (old defaults), L3 (batch 64, BatchHandler), L4 (defaults but UNORDERED on a Kafka share group), e.g. -Drows=L2 to measure one row in a JVM of its own"},
-      {"kafkaEngine", "the Kafka adapter's engine in rows 1b and 4a-5d: native (default), reactor-kafka or both (each of those rows once per engine, "
-          + "the Reactor Kafka ones as 1b-rk, 4b-rk, ..., and a column native over Reactor Kafka); reactor-kafka and both need -Dkafka.version=3.9.1"},
-      {"rounds", "throughput mode: timed rounds of every row, in the table's order and reversed every other round (a later row in a JVM runs"
-          + " faster); each row reports its median round and every round's rate (default 3)"},
-      {"warmup", "messages of the untimed warm-up pass through the same rows before the timed ones, per broker (default 100000 in throughput mode, "
-          + "where the JIT needs that many for Idem's rows to reach their steady CPU per message; 30000 in latency mode, 30 s at the"
-          + " default rate: with 5000 the JIT still compiled for 9 to 26 s of a 30 s row, and its p99 measured the JIT; 5000 in"
-          + " memory mode; 0: none)"},
+      {"rows",
+          "only these rows, e.g. 1,2,4b (default all; with -DkafkaEngine=both, 4b runs 4b and 4b-rk, 4b-rk runs only that); latency mode: "
+              + "L0 (the JDBC loop of row 3), L1 (defaults), L2 (old defaults), L3 (batch 64, BatchHandler), L4 (defaults but UNORDERED on a Kafka share group), e.g. -Drows=L2 to measure one row in a JVM of its own"},
+      {"kafkaEngine",
+          "the Kafka adapter's engine in rows 1b and 4a-5d: native (default), reactor-kafka or both (each of those rows once per engine, "
+              + "the Reactor Kafka ones as 1b-rk, 4b-rk, ..., and a column native over Reactor Kafka); reactor-kafka and both need -Dkafka.version=3.9.1"},
+      {"rounds",
+          "throughput mode: timed rounds of every row, in the table's order and reversed every other round (a later row in a JVM runs"
+              + " faster); each row reports its median round and every round's rate (default 3)"},
+      {"warmup",
+          "messages of the untimed warm-up pass through the same rows before the timed ones, per broker (default 100000 in throughput mode, "
+              + "where the JIT needs that many for Idem's rows to reach their steady CPU per message; 30000 in latency mode, 30 s at the"
+              + " default rate: with 5000 the JIT still compiled for 9 to 26 s of a 30 s row, and its p99 measured the JIT; 5000 in"
+              + " memory mode; 0: none)"},
       {"postgres", "postgresql://user[:password]@host:port/database (default postgresql://postgres@127.0.0.1:5432/test)"},
-      {"kafka", "bootstrap servers of an external Kafka (default: a KRaft broker from Kafka's jars, kafka-broker.version of the root pom, in a child JVM)"},
+      {"kafka",
+          "bootstrap servers of an external Kafka (default: a KRaft broker from Kafka's jars, kafka-broker.version of the root pom, in a child JVM)"},
       {"rabbit", "AMQP URI (default amqp://guest:guest@127.0.0.1:5672)"},
       {"rabbitQueueType", "classic (default) or quorum"},
       {"rate", "latency mode: messages per second (default 1000)"},
@@ -48,8 +54,9 @@ final class Options {
       {"stallSeconds", "a row that settles nothing for this long fails (default 120)"},
       {"seed", "random seed of the workload (default 42)"},
       {"profile", "true: print each row's CPU time per thread group to standard error"},
-      {"idem.groupCommit", "false: Idem's rows start a batch without waiting for a commit in flight (group commit off, for an A/B comparison; "
-          + "default on)"},
+      {"idem.groupCommit",
+          "false: Idem's rows start a batch without waiting for a commit in flight (group commit off, for an A/B comparison; "
+              + "default on)"},
   };
 
   final String mode;
@@ -83,16 +90,19 @@ final class Options {
     accounts = positive("accounts", 1000);
     partitions = positive("partitions", 4);
     String only = System.getProperty("rows", "").trim();
-    rows = only.isEmpty() ? Set.of()
-        : Arrays.stream(only.split(",")).map(String::trim).map(s -> s.toLowerCase(Locale.ROOT)).collect(Collectors.toUnmodifiableSet());
+    rows = only.isEmpty()
+        ? Set.of()
+        : Arrays.stream(only.split(",")).map(String::trim).map(s -> s.toLowerCase(Locale.ROOT))
+            .collect(Collectors.toUnmodifiableSet());
     kafkaEngines = switch (oneOf("kafkaEngine", "native", "native", "reactor-kafka", "both")) {
       case "native" -> List.of(KafkaEngine.NATIVE);
       case "reactor-kafka" -> List.of(KafkaEngine.REACTOR_KAFKA);
       default -> List.of(KafkaEngine.NATIVE, KafkaEngine.REACTOR_KAFKA);
     };
     if (kafka && kafkaEngines.contains(KafkaEngine.REACTOR_KAFKA) && !AppInfoParser.getVersion().startsWith("3.")) {
-      throw new IllegalArgumentException("-DkafkaEngine=" + System.getProperty("kafkaEngine") + " runs Reactor Kafka, which needs kafka-clients 3.x, but "
-          + AppInfoParser.getVersion() + " is on the class path: add -Dkafka.version=3.9.1 to the command line");
+      throw new IllegalArgumentException(
+          "-DkafkaEngine=" + System.getProperty("kafkaEngine") + " runs Reactor Kafka, which needs kafka-clients 3.x, but "
+              + AppInfoParser.getVersion() + " is on the class path: add -Dkafka.version=3.9.1 to the command line");
     }
     rounds = positive("rounds", 3);
     warmup = System.getProperty("warmup", "").trim().equals("0") ? 0 : positive("warmup", switch (mode) {
@@ -143,7 +153,8 @@ final class Options {
     for (String[] property : PROPERTIES) {
       String value = System.getProperty(property[0]);
       if (value != null) {
-        parts.add("-D" + property[0] + "=" + (property[0].equals("postgres") || property[0].equals("rabbit") ? masked(value) : value));
+        parts.add(
+            "-D" + property[0] + "=" + (property[0].equals("postgres") || property[0].equals("rabbit") ? masked(value) : value));
       }
     }
     return String.join(" ", parts);

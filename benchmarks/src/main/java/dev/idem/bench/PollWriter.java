@@ -79,10 +79,12 @@ interface PollWriter extends AutoCloseable {
    */
   static PollWriter r2dbc(Database db, Database.Tables tables, boolean setBased) {
     Connection connection = Mono.from(ConnectionFactories.get(db.r2dbcUrl()).create()).block();
-    String dedup = "INSERT INTO " + tables.inbox() + " (consumer, message_id) SELECT $1, id FROM unnest($2::text[]) AS ids(id) ORDER BY id"
+    String dedup = "INSERT INTO " + tables.inbox()
+        + " (consumer, message_id) SELECT $1, id FROM unnest($2::text[]) AS ids(id) ORDER BY id"
         + " ON CONFLICT DO NOTHING RETURNING message_id";
     String credit = "UPDATE " + tables.accounts() + " SET balance = balance + $1 WHERE id = $2";
-    String sums = "UPDATE " + tables.accounts() + " a SET balance = a.balance + d.amount FROM (SELECT account, sum(amount) AS amount"
+    String sums = "UPDATE " + tables.accounts()
+        + " a SET balance = a.balance + d.amount FROM (SELECT account, sum(amount) AS amount"
         + " FROM unnest($1::bigint[], $2::bigint[]) AS e(account, amount) GROUP BY account) d WHERE a.id = d.account";
     return new PollWriter() {
       @Override
@@ -109,8 +111,9 @@ interface PollWriter extends AutoCloseable {
         }
         if (!setBased) {
           return Flux.fromIterable(effects)
-              .concatMap(p -> Flux.from(connection.createStatement(credit).bind(0, p.amountCents()).bind(1, p.account()).execute())
-                  .flatMap(Result::getRowsUpdated))
+              .concatMap(
+                  p -> Flux.from(connection.createStatement(credit).bind(0, p.amountCents()).bind(1, p.account()).execute())
+                      .flatMap(Result::getRowsUpdated))
               .then();
         }
         Long[] accounts = effects.stream().map(p -> (long) p.account()).toArray(Long[]::new);

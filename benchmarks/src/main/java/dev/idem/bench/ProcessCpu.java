@@ -41,7 +41,8 @@ final class ProcessCpu {
           }
           found[0] = true;
           total[0] += times[0] + times[1];
-          boolean postmaster = p.parent().flatMap(parent -> parent.info().command()).map(c -> !c.endsWith("/postgres")).orElse(true);
+          boolean postmaster = p.parent().flatMap(parent -> parent.info().command()).map(c -> !c.endsWith("/postgres"))
+              .orElse(true);
           if (postmaster) {
             total[0] += times[2] + times[3];
           }
@@ -55,7 +56,8 @@ final class ProcessCpu {
       // The command name, in parentheses, may hold spaces: the fields that count come after its ')'.
       String stat = Files.readString(Path.of("/proc", Long.toString(pid), "stat"));
       String[] fields = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-      return new long[] {Long.parseLong(fields[11]), Long.parseLong(fields[12]), Long.parseLong(fields[13]), Long.parseLong(fields[14])};
+      return new long[]{Long.parseLong(fields[11]), Long.parseLong(fields[12]), Long.parseLong(fields[13]),
+          Long.parseLong(fields[14])};
     } catch (IOException | RuntimeException e) {
       return new long[0];
     }

@@ -108,7 +108,8 @@ final class Progress {
         last = now;
         lastChange = System.nanoTime();
       } else if (System.nanoTime() - lastChange > stall.toNanos()) {
-        throw new IllegalStateException("stalled: " + now + " of " + total + " messages settled, none for " + stall.toSeconds() + " s");
+        throw new IllegalStateException(
+            "stalled: " + now + " of " + total + " messages settled, none for " + stall.toSeconds() + " s");
       }
     }
     if (error != null) {

@@ -60,7 +60,8 @@ final class RabbitFeed implements Feed {
         Delivery first = arrived.poll(100, TimeUnit.MILLISECONDS);
         if (first == null) {
           if (System.nanoTime() - lastDelivery > stall.toNanos()) {
-            throw new IllegalStateException("stalled: " + progress.settled() + " messages settled, nothing delivered for " + stall.toSeconds() + " s");
+            throw new IllegalStateException(
+                "stalled: " + progress.settled() + " messages settled, nothing delivered for " + stall.toSeconds() + " s");
           }
           continue;
         }
@@ -93,8 +94,10 @@ final class RabbitFeed implements Feed {
   @Override
   public void jdbcPerMessage(Progress progress, Database db, Database.Tables tables) throws Exception {
     try (java.sql.Connection c = db.connect();
-        PreparedStatement dedup = c.prepareStatement("INSERT INTO " + tables.inbox() + " (consumer, message_id) VALUES (?, ?) ON CONFLICT DO NOTHING");
-        PreparedStatement credit = c.prepareStatement("UPDATE " + tables.accounts() + " SET balance = balance + ? WHERE id = ?")) {
+        PreparedStatement dedup = c
+            .prepareStatement("INSERT INTO " + tables.inbox() + " (consumer, message_id) VALUES (?, ?) ON CONFLICT DO NOTHING");
+        PreparedStatement credit = c
+            .prepareStatement("UPDATE " + tables.accounts() + " SET balance = balance + ? WHERE id = ?")) {
       c.setAutoCommit(false);
       consumeLoop(progress, 1, (deliveries, channel) -> {
         for (Delivery d : deliveries) {
@@ -166,7 +169,8 @@ final class RabbitFeed implements Feed {
     RabbitSource<Payment> source = RabbitSource.create(RabbitSourceOptions.builder(queue)
         .uri(rabbit.uri())
         .prefetch(Math.min(2 * prefetch, RabbitSourceOptions.MAX_PREFETCH))
-        .orderingKey((envelope, properties) -> properties.getHeaders() == null ? null : String.valueOf(properties.getHeaders().get("account")))
+        .orderingKey((envelope,
+            properties) -> properties.getHeaders() == null ? null : String.valueOf(properties.getHeaders().get("account")))
         .build(), new Payment.RabbitDecoder());
     return new Source(source.receive(), source::close, source::ackFrames);
   }

@@ -17,12 +17,14 @@ import java.util.Set;
  */
 final class ResultTable {
 
-  private static final String[] HEADER = {"broker", "row", "msg/s", "x database", "x broker", "x JDBC tx/msg", "x JDBC tx/poll", "x Spring/record", "x Parallel Consumer", "x Spring/poll", "x R2DBC loop/msg",
+  private static final String[] HEADER = {"broker", "row", "msg/s", "x database", "x broker", "x JDBC tx/msg", "x JDBC tx/poll",
+      "x Spring/record", "x Parallel Consumer", "x Spring/poll", "x R2DBC loop/msg",
       "x R2DBC loop set", "x Reactor Kafka",
       "mean batch", "tx/s", "ack frames/1k msg", "CPU s/1k msg", "broker CPU s/1k msg", "database CPU s/1k msg", "check"};
   private static final Set<String> LEFT_ALIGNED = Set.of("broker", "row", "check");
   /** Columns only some rows fill (Idem's batches), left out when none does. */
-  private static final Set<String> OPTIONAL = Set.of("mean batch", "tx/s", "ack frames/1k msg", "broker CPU s/1k msg", "database CPU s/1k msg");
+  private static final Set<String> OPTIONAL = Set.of("mean batch", "tx/s", "ack frames/1k msg", "broker CPU s/1k msg",
+      "database CPU s/1k msg");
 
   private ResultTable() {}
 
@@ -32,8 +34,9 @@ final class ResultTable {
     for (RowResult row : rows) {
       boolean ratios = row.kind() == RowResult.Kind.IDEM;
       RowResult reactorKafka = rows.stream()
-          .filter(r -> r.broker().equals(row.broker()) && r.id().equals(row.id() + ThroughputRows.REACTOR_KAFKA_SUFFIX)).findFirst().orElse(null);
-      cells.add(new String[] {
+          .filter(r -> r.broker().equals(row.broker()) && r.id().equals(row.id() + ThroughputRows.REACTOR_KAFKA_SUFFIX))
+          .findFirst().orElse(null);
+      cells.add(new String[]{
           row.broker(),
           row.id() + " " + row.name(),
           row.ok() ? String.format(Locale.ROOT, "%,.0f", row.messagesPerSecond()) : "-",
@@ -51,15 +54,20 @@ final class ResultTable {
           row.ok() && row.transactionsPerSecond() > 0 ? String.format(Locale.ROOT, "%,.0f", row.transactionsPerSecond()) : "",
           row.ok() && row.settleFramesPerThousand() >= 0 ? String.format(Locale.ROOT, "%.0f", row.settleFramesPerThousand()) : "",
           row.ok() ? String.format(Locale.ROOT, "%.3f", row.cpuSecondsPerThousand()) : "-",
-          row.ok() && row.brokerCpuSecondsPerThousand() >= 0 ? String.format(Locale.ROOT, "%.3f", row.brokerCpuSecondsPerThousand()) : "",
-          row.ok() && row.databaseCpuSecondsPerThousand() >= 0 ? String.format(Locale.ROOT, "%.3f", row.databaseCpuSecondsPerThousand()) : "",
+          row.ok() && row.brokerCpuSecondsPerThousand() >= 0
+              ? String.format(Locale.ROOT, "%.3f", row.brokerCpuSecondsPerThousand())
+              : "",
+          row.ok() && row.databaseCpuSecondsPerThousand() >= 0
+              ? String.format(Locale.ROOT, "%.3f", row.databaseCpuSecondsPerThousand())
+              : "",
           row.ok() ? "ok" : "FAILED: " + String.join("; ", row.failures())
       });
     }
     // A ratio column whose peer did not run (row 0, the Reactor Kafka twins) is left out.
     for (int column = HEADER.length - 1; column >= 0; column--) {
       int c = column;
-      if ((HEADER[c].startsWith("x ") || OPTIONAL.contains(HEADER[c])) && cells.stream().skip(1).allMatch(line -> line[c].isEmpty() || line[c].equals("-"))) {
+      if ((HEADER[c].startsWith("x ") || OPTIONAL.contains(HEADER[c]))
+          && cells.stream().skip(1).allMatch(line -> line[c].isEmpty() || line[c].equals("-"))) {
         cells.replaceAll(line -> without(line, c));
       }
     }
@@ -76,7 +84,8 @@ final class ResultTable {
       if (l == 0) {
         out.append('|');
         for (int c = 0; c < widths.length; c++) {
-          out.append(!LEFT_ALIGNED.contains(header[c]) ? " " + "-".repeat(widths[c] - 1) + ": |" : " " + "-".repeat(widths[c]) + " |");
+          out.append(
+              !LEFT_ALIGNED.contains(header[c]) ? " " + "-".repeat(widths[c] - 1) + ": |" : " " + "-".repeat(widths[c]) + " |");
         }
         out.append('\n');
       }

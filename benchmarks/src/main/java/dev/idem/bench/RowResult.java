@@ -22,7 +22,8 @@ import java.util.Locale;
  *     not counted
  * @param databaseCpuNanos the local PostgreSQL's CPU time over the row, -1 when unknown
  */
-record RowResult(String broker, String id, String name, Kind kind, long messages, long nanos, long cpuNanos, List<String> failures,
+record RowResult(String broker, String id, String name, Kind kind, long messages, long nanos, long cpuNanos,
+    List<String> failures,
     long batches, long brokerCpuNanos, long settleFrames, long databaseCpuNanos) {
 
   /** The peers an Idem row is compared with, and Idem itself. */
@@ -78,7 +79,8 @@ record RowResult(String broker, String id, String name, Kind kind, long messages
     StringBuilder each = new StringBuilder();
     for (RowResult r : rounds) {
       failures.addAll(r.failures);
-      each.append(each.length() == 0 ? "" : " / ").append(r.ok() ? String.format(Locale.ROOT, "%,.0f", r.messagesPerSecond()) : "failed");
+      each.append(each.length() == 0 ? "" : " / ")
+          .append(r.ok() ? String.format(Locale.ROOT, "%,.0f", r.messagesPerSecond()) : "failed");
     }
     String name = rounds.get(0).name + " [median of " + rounds.size() + " rounds: " + each + " msg/s]";
     return new RowResult(median.broker, median.id, name, median.kind, median.messages, median.nanos, median.cpuNanos, failures,

@@ -56,7 +56,7 @@ final class SpringJdbc implements AutoCloseable {
       List<Object[]> credits = new ArrayList<>();
       for (int i = 0; i < ids.size(); i++) {
         if (applied[i]) {
-          credits.add(new Object[] {payments.get(i).amountCents(), payments.get(i).account()});
+          credits.add(new Object[]{payments.get(i).amountCents(), payments.get(i).account()});
         }
       }
       jdbc.batchUpdate(credit, credits);

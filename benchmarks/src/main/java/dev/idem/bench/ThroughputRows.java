@@ -57,7 +57,8 @@ final class ThroughputRows {
    * reversed, alternately; each row reports its median round. {@code brokerPid}: the local broker
    * process whose CPU each row reports, or -1.
    */
-  ThroughputRows(String broker, String label, Options options, Database db, Database.Tables tables, Workload workload, FeedFactory feeds,
+  ThroughputRows(String broker, String label, Options options, Database db, Database.Tables tables, Workload workload,
+      FeedFactory feeds,
       List<KafkaEngine> engines, int rounds, long brokerPid) {
     this.broker = broker;
     this.label = label;
@@ -108,15 +109,18 @@ final class ThroughputRows {
     add(specs, "3", "JDBC loop, 1 transaction per poll (JDBC batch)", RowResult.Kind.JDBC_POLL, none, feed -> jdbc(feed, true));
     add(specs, "3b", "R2DBC loop, per message: 1 transaction per poll, 1 UPDATE per message", RowResult.Kind.R2DBC_MESSAGE, none,
         feed -> r2dbc(feed, false));
-    add(specs, "3c", "R2DBC loop, set-based: 1 transaction per poll, 1 UPDATE of the per-account sums", RowResult.Kind.R2DBC_SET, none,
+    add(specs, "3c", "R2DBC loop, set-based: 1 transaction per poll, 1 UPDATE of the per-account sums", RowResult.Kind.R2DBC_SET,
+        none,
         feed -> r2dbc(feed, true));
     String spring = broker.equals("kafka") ? "Spring Kafka" : "Spring AMQP";
-    add(specs, "2s", spring + " listener, 1 JDBC transaction per record (TransactionTemplate, as @Transactional), container defaults",
+    add(specs, "2s",
+        spring + " listener, 1 JDBC transaction per record (TransactionTemplate, as @Transactional), container defaults",
         RowResult.Kind.SPRING_RECORD, none, feed -> spring(feed, false));
     if (broker.equals("kafka")) {
       add(specs, "2p", "Parallel Consumer, KEY order, " + PARALLEL_CONSUMER_THREADS + " threads, 1 JDBC transaction per record",
           RowResult.Kind.PARALLEL_CONSUMER, none, this::parallelConsumer);
-      add(specs, "3s", "Spring Kafka batch listener, 1 JDBC transaction per poll, container defaults", RowResult.Kind.SPRING_POLL, none,
+      add(specs, "3s", "Spring Kafka batch listener, 1 JDBC transaction per poll, container defaults", RowResult.Kind.SPRING_POLL,
+          none,
           feed -> spring(feed, true));
     }
     for (IdemSetting setting : IdemSetting.throughputRows()) {
@@ -127,7 +131,8 @@ final class ThroughputRows {
     if (broker.equals("kafka")) {
       IdemSetting setting = IdemSetting.defaults("6").withOrdering(Ordering.UNORDERED).withBatchHandler();
       add(specs, "6a", setting.label() + ", consumer group", RowResult.Kind.IDEM, none, feed -> idem(feed, setting, 0));
-      add(specs, "6b", setting.label() + ", share group, 1 share consumer", RowResult.Kind.IDEM, none, feed -> idem(feed, setting, 1));
+      add(specs, "6b", setting.label() + ", share group, 1 share consumer", RowResult.Kind.IDEM, none,
+          feed -> idem(feed, setting, 1));
       add(specs, "6c", setting.label() + ", share group, " + MANY_SHARE_CONSUMERS + " share consumers", RowResult.Kind.IDEM, none,
           feed -> idem(feed, setting, MANY_SHARE_CONSUMERS));
     }
@@ -182,7 +187,8 @@ final class ThroughputRows {
         profile.print(label + " " + id);
       }
       Progress p = measured.progress();
-      result = new RowResult(broker, id, name, kind, p.settled(), p.nanos(), p.cpuNanos(), Checker.failures(workload, measured.observation()),
+      result = new RowResult(broker, id, name, kind, p.settled(), p.nanos(), p.cpuNanos(),
+          Checker.failures(workload, measured.observation()),
           measured.batches(), brokerCpu < 0 || brokerCpuAfter < 0 ? -1 : brokerCpuAfter - brokerCpu, measured.settleFrames(),
           databaseCpu < 0 || databaseCpuAfter < 0 ? -1 : databaseCpuAfter - databaseCpu);
     } catch (Exception | AssertionError e) {
@@ -203,9 +209,11 @@ final class ThroughputRows {
   private Measured databaseAlone() throws Exception {
     db.reset(tables, workload.accounts());
     Progress progress = new Progress(workload.total());
-    String update = "UPDATE " + tables.accounts() + " a SET balance = a.balance + d.amount FROM (SELECT account, sum(amount) AS amount"
+    String update = "UPDATE " + tables.accounts()
+        + " a SET balance = a.balance + d.amount FROM (SELECT account, sum(amount) AS amount"
         + " FROM unnest(?::bigint[], ?::bigint[]) AS e(account, amount) GROUP BY account) d WHERE a.id = d.account";
-    try (Connection c = db.connect(); PreparedStatement dedup = c.prepareStatement(JdbcSql.dedupMany(tables.inbox()));
+    try (Connection c = db.connect();
+        PreparedStatement dedup = c.prepareStatement(JdbcSql.dedupMany(tables.inbox()));
         PreparedStatement credit = c.prepareStatement(update)) {
       c.setAutoCommit(false);
       progress.received();
@@ -248,7 +256,8 @@ final class ThroughputRows {
     Set<String> ids = new java.util.HashSet<>();
     feed.brokerOnly(progress, ids);
     String broker = feed.drainedAfterStop();
-    return new Measured(progress, new Checker.Observation(progress.settled(), -1, -1, 0, ids.size(), -1, null, broker == null, broker));
+    return new Measured(progress,
+        new Checker.Observation(progress.settled(), -1, -1, 0, ids.size(), -1, null, broker == null, broker));
   }
 
   private Measured adapterOnly(Feed feed) throws Exception {
@@ -271,7 +280,8 @@ final class ThroughputRows {
       }
     }
     String drained = settled != null ? settled : feed.drainedAfterStop();
-    return new Measured(progress, new Checker.Observation(progress.settled(), -1, -1, 0, ids.size(), -1, null, drained == null, drained));
+    return new Measured(progress,
+        new Checker.Observation(progress.settled(), -1, -1, 0, ids.size(), -1, null, drained == null, drained));
   }
 
   private Measured jdbc(Feed feed, boolean perPoll) throws Exception {
@@ -329,9 +339,11 @@ final class ThroughputRows {
     String settled;
     long frames;
     try {
-      IdempotentConsumer<Payment> consumer = setting.consumer("idem-" + setting.id(), PostgresInbox.create(pool, tables.inbox()), tables.accounts(),
+      IdempotentConsumer<Payment> consumer = setting.consumer("idem-" + setting.id(), PostgresInbox.create(pool, tables.inbox()),
+          tables.accounts(),
           batches);
-      try (Feed.Source source = shareConsumers == 0 ? feed.idemSource(setting.prefetch())
+      try (Feed.Source source = shareConsumers == 0
+          ? feed.idemSource(setting.prefetch())
           : feed.shareSource(setting.prefetch(), shareConsumers)) {
         Disposable running = consumer.process(source.deliveries().doOnNext(d -> progress.received()))
             .subscribe(progress::settled, progress::failed);
@@ -347,7 +359,8 @@ final class ThroughputRows {
       pool.dispose();
     }
     String drained = settled != null ? settled : feed.drainedAfterStop();
-    System.err.printf(Locale.ROOT, "[%s] row %s: %s%s%n", label, setting.id(), batches, frames < 0 ? "" : ", " + frames + " ack frames");
+    System.err.printf(Locale.ROOT, "[%s] row %s: %s%s%n", label, setting.id(), batches,
+        frames < 0 ? "" : ", " + frames + " ack frames");
     return new Measured(progress, observe(progress, drained), batches.count(), frames);
   }
 
@@ -369,7 +382,8 @@ final class ThroughputRows {
     @Override
     public String toString() {
       long n = batches.sum();
-      return String.format(Locale.ROOT, "%,d batches, %.1f messages each on average", n, n == 0 ? 0.0 : (double) messages.sum() / n);
+      return String.format(Locale.ROOT, "%,d batches, %.1f messages each on average", n,
+          n == 0 ? 0.0 : (double) messages.sum() / n);
     }
   }
 

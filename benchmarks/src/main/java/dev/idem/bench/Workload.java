@@ -45,7 +45,8 @@ final class Workload {
    */
   static Workload generate(int distinct, double duplicateFraction, int accounts, long seed) {
     if (distinct < 1 || accounts < 1 || duplicateFraction < 0 || duplicateFraction > 1) {
-      throw new IllegalArgumentException("bad workload: " + distinct + " events, " + duplicateFraction + " duplicates, " + accounts + " accounts");
+      throw new IllegalArgumentException(
+          "bad workload: " + distinct + " events, " + duplicateFraction + " duplicates, " + accounts + " accounts");
     }
     SplittableRandom random = new SplittableRandom(seed);
     int[] account = new int[distinct];

@@ -77,13 +77,15 @@ class CheckerTests {
   void theTableShowsRatiosForIdemRowsAndFailuresLoudly() {
     List<RowResult> rows = List.of(
         new RowResult("kafka", "1", "broker only", RowResult.Kind.BROKER, 10_000, 100_000_000L, 50_000_000L, List.of()),
-        new RowResult("kafka", "2", "JDBC per message", RowResult.Kind.JDBC_MESSAGE, 1_000, 1_000_000_000L, 500_000_000L, List.of()),
+        new RowResult("kafka", "2", "JDBC per message", RowResult.Kind.JDBC_MESSAGE, 1_000, 1_000_000_000L, 500_000_000L,
+            List.of()),
         new RowResult("kafka", "3", "JDBC per poll", RowResult.Kind.JDBC_POLL, 5_000, 1_000_000_000L, 100_000_000L, List.of()),
         new RowResult("kafka", "4b", "Idem", RowResult.Kind.IDEM, 2_000, 1_000_000_000L, 1_000_000_000L, List.of()),
         RowResult.failed("kafka", "5a", "Idem batch", RowResult.Kind.IDEM, "3 balances differ"));
     String table = ResultTable.format(rows);
     assertThat(table.lines().toList()).hasSize(7);
-    assertThat(table).contains("| kafka  | 4b Idem").contains("|   2,000 |     0.02 |          2.00 |           0.40 |        0.500 | ok ");
+    assertThat(table).contains("| kafka  | 4b Idem")
+        .contains("|   2,000 |     0.02 |          2.00 |           0.40 |        0.500 | ok ");
     assertThat(table).contains("| 100,000 |").contains("FAILED: 3 balances differ");
     assertThat(table.lines().map(String::length).distinct().count()).as("aligned columns").isEqualTo(1);
   }
@@ -93,7 +95,8 @@ class CheckerTests {
     List<RowResult> rows = List.of(
         new RowResult("kafka", "1", "broker only", RowResult.Kind.BROKER, 10_000, 100_000_000L, 50_000_000L, List.of()),
         new RowResult("kafka", "1b", "adapter only", RowResult.Kind.ADAPTER, 9_000, 100_000_000L, 50_000_000L, List.of()),
-        new RowResult("kafka", "1b-rk", "adapter only (Reactor Kafka)", RowResult.Kind.ADAPTER, 6_000, 100_000_000L, 50_000_000L, List.of()),
+        new RowResult("kafka", "1b-rk", "adapter only (Reactor Kafka)", RowResult.Kind.ADAPTER, 6_000, 100_000_000L, 50_000_000L,
+            List.of()),
         new RowResult("kafka", "4b", "Idem", RowResult.Kind.IDEM, 2_000, 1_000_000_000L, 1_000_000_000L, List.of()),
         RowResult.failed("kafka", "4b-rk", "Idem (Reactor Kafka)", RowResult.Kind.IDEM, "stalled"));
     String table = ResultTable.format(rows);

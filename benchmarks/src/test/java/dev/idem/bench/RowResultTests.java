@@ -31,8 +31,9 @@ class RowResultTests {
 
   @Test
   void theTableGivesIdemRowsTheirRatiosAndLeavesOutTheColumnsOfPeersThatDidNotRun() {
-    String table = ResultTable.format(List.of(row("0", RowResult.Kind.DATABASE, 80_000), row("3", RowResult.Kind.JDBC_POLL, 40_000),
-        row("4d", RowResult.Kind.IDEM, 60_000)));
+    String table = ResultTable
+        .format(List.of(row("0", RowResult.Kind.DATABASE, 80_000), row("3", RowResult.Kind.JDBC_POLL, 40_000),
+            row("4d", RowResult.Kind.IDEM, 60_000)));
     assertThat(table.lines().findFirst().orElseThrow()).contains("x database").contains("x JDBC tx/poll")
         .doesNotContain("x broker").doesNotContain("x JDBC tx/msg").doesNotContain("x Reactor Kafka");
     assertThat(table).containsPattern("4d row 4d +\\| +60,000 \\| +0\\.75 \\| +1\\.50 \\|");
@@ -40,7 +41,8 @@ class RowResultTests {
 
   @Test
   void idemRowsShowTheirMeanBatchTransactionsPerSecondAckFramesAndBrokerCpuAndTheColumnsGoWhenNoRowHasThem() {
-    RowResult idem = new RowResult("rabbit", "4d", "row 4d", RowResult.Kind.IDEM, 60_000, 2_000_000_000L, 1_000_000L, List.of(), 1_000, 3_000_000_000L,
+    RowResult idem = new RowResult("rabbit", "4d", "row 4d", RowResult.Kind.IDEM, 60_000, 2_000_000_000L, 1_000_000L, List.of(),
+        1_000, 3_000_000_000L,
         1_200, 6_000_000_000L);
     assertThat(idem.meanBatch()).isEqualTo(60.0);
     assertThat(idem.transactionsPerSecond()).isEqualTo(500.0);
@@ -50,7 +52,8 @@ class RowResultTests {
     assertThat(ResultTable.format(List.of(row("3", RowResult.Kind.JDBC_POLL, 40_000), idem)))
         .contains("| mean batch |").contains("| ack frames/1k msg |")
         .containsPattern("\\|\\s+60\\.0 \\|\\s+500 \\|\\s+20 \\|\\s+0\\.000 \\|\\s+0\\.050 \\|\\s+0\\.100 \\|");
-    assertThat(ResultTable.format(List.of(row("3", RowResult.Kind.JDBC_POLL, 40_000)))).doesNotContain("mean batch").doesNotContain("broker CPU")
+    assertThat(ResultTable.format(List.of(row("3", RowResult.Kind.JDBC_POLL, 40_000)))).doesNotContain("mean batch")
+        .doesNotContain("broker CPU")
         .doesNotContain("ack frames").doesNotContain("database CPU");
   }
 }

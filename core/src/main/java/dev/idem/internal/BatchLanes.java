@@ -309,7 +309,7 @@ public final class BatchLanes<I, O> implements Disposable {
         for (int i = released.size() - 1; i >= 0; i--) {
           ArrayDeque<LaneItem<I, O>> waiting = held.remove(released.get(i));
           if (waiting != null) {
-            for (Iterator<LaneItem<I, O>> it = waiting.descendingIterator(); it.hasNext(); ) {
+            for (Iterator<LaneItem<I, O>> it = waiting.descendingIterator(); it.hasNext();) {
               queue.addFirst(it.next());
             }
           }
@@ -422,7 +422,7 @@ public final class BatchLanes<I, O> implements Disposable {
         }
       }
       boolean freed = false;
-      for (Iterator<LaneItem<I, O>> it = queue.iterator(); it.hasNext(); ) {
+      for (Iterator<LaneItem<I, O>> it = queue.iterator(); it.hasNext();) {
         LaneItem<I, O> p = it.next();
         if (p.key == null) {
           it.remove();
@@ -432,7 +432,8 @@ public final class BatchLanes<I, O> implements Disposable {
           continue;
         }
         Owner owner = owners.get(p.key);
-        if (owner == null || (owner.lane == this ? owner.items != Objects.requireNonNull(queued.get(p.key)) : owner.lane != null)) {
+        if (owner == null
+            || (owner.lane == this ? owner.items != Objects.requireNonNull(queued.get(p.key)) : owner.lane != null)) {
           continue;
         }
         it.remove();
@@ -450,7 +451,7 @@ public final class BatchLanes<I, O> implements Disposable {
 
     /** The next item of the lane's queue whose key is not held back (those go to their key's held items); null when none. */
     private @Nullable LaneItem<I, O> nextOwn() {
-      for (LaneItem<I, O> p; (p = queue.poll()) != null; ) {
+      for (LaneItem<I, O> p; (p = queue.poll()) != null;) {
         ArrayDeque<LaneItem<I, O>> waiting = p.key == null ? null : held.get(p.key);
         if (waiting == null) {
           return p;

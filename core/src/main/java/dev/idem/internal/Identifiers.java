@@ -27,7 +27,9 @@ public final class Identifiers {
    */
   public static String requireSqlIdentifier(String setting, String name) {
     if (name == null || !IDENTIFIER.matcher(name).matches()) {
-      throw new IllegalArgumentException(setting + " must be a plain SQL identifier ([A-Za-z_][A-Za-z0-9_]*, at most 63 characters, optionally schema-qualified), was: " + name);
+      throw new IllegalArgumentException(setting
+          + " must be a plain SQL identifier ([A-Za-z_][A-Za-z0-9_]*, at most 63 characters, optionally schema-qualified), was: "
+          + name);
     }
     return name;
   }
@@ -56,7 +58,8 @@ public final class Identifiers {
     String derived = unqualified + longestSuffix;
     if (bytes(derived) > MAX_IDENTIFIER_BYTES) {
       int longestBase = MAX_IDENTIFIER_BYTES - bytes(longestSuffix);
-      throw new IllegalArgumentException(setting + " '" + table + "' is too long: the name " + derived + " derived from it would be "
+      throw new IllegalArgumentException(setting + " '" + table + "' is too long: the name " + derived
+          + " derived from it would be "
           + bytes(derived) + " bytes, over PostgreSQL's identifier limit of " + MAX_IDENTIFIER_BYTES + " bytes (PostgreSQL would"
           + " truncate it, and truncated names can collide). Use a " + setting + " name of at most " + longestBase
           + " characters (not counting a schema), was " + bytes(unqualified));

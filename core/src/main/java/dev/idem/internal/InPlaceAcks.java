@@ -34,8 +34,7 @@ public final class InPlaceAcks {
 
   private static volatile @Nullable Access access;
 
-  private InPlaceAcks() {
-  }
+  private InPlaceAcks() {}
 
   /**
    * Installs the access; once, and only from {@link AbstractDelivery}.

@@ -13,11 +13,11 @@ import io.r2dbc.spi.Wrapped;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.function.BiFunction;
 import java.util.concurrent.ConcurrentLinkedDeque;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BiFunction;
 import java.util.function.Function;
 import org.reactivestreams.Publisher;
 import org.slf4j.Logger;
@@ -165,7 +165,8 @@ public final class R2dbcTransactionRunner implements TransactionRunner {
       return Mono.from(k.connection().validate(ValidationDepth.LOCAL))
           .onErrorReturn(false)
           .defaultIfEmpty(false)
-          .flatMap(connected -> connected ? Mono.just(new Attempt(k.connection(), k.acquiredAt()))
+          .flatMap(connected -> connected
+              ? Mono.just(new Attempt(k.connection(), k.acquiredAt()))
               : quietly(k.connection().close(), "release of a disconnected kept connection").then(acquire()));
     });
   }
@@ -264,7 +265,8 @@ public final class R2dbcTransactionRunner implements TransactionRunner {
       return committed(Mono.defer(() -> {
         clean = false;
         // zip subscribes in order: BEGIN's query is queued on the connection before first's statement.
-        return Mono.zip(execute(pipelinedBeginSql).thenReturn(Boolean.TRUE), Mono.defer(() -> first.apply(connection)), (begun, f) -> f);
+        return Mono.zip(execute(pipelinedBeginSql).thenReturn(Boolean.TRUE), Mono.defer(() -> first.apply(connection)),
+            (begun, f) -> f);
       }).flatMap(f -> rest.apply(connection, f)));
     }
 
@@ -274,9 +276,9 @@ public final class R2dbcTransactionRunner implements TransactionRunner {
           .map(Optional::of)
           .defaultIfEmpty(Optional.empty())
           .flatMap(result -> Mono.defer(() -> {
-                committing = true;
-                return Mono.from(connection.commitTransaction());
-              })
+            committing = true;
+            return Mono.from(connection.commitTransaction());
+          })
               .doOnSuccess(ignored -> clean = true)
               .then(Mono.justOrEmpty(result)))
           .onErrorResume(error -> {

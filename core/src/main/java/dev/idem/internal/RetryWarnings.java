@@ -55,7 +55,8 @@ public final class RetryWarnings {
   /** Records a success; logs the recovery when there were failures. */
   public void succeeded() {
     if (failures > 0) {
-      log.info("{} works again after {} s ({} failed attempts)", what, Duration.ofNanos(System.nanoTime() - firstFailureAt).toSeconds(), failures);
+      log.info("{} works again after {} s ({} failed attempts)", what,
+          Duration.ofNanos(System.nanoTime() - firstFailureAt).toSeconds(), failures);
       failures = 0;
     }
   }

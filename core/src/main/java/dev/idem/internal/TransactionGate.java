@@ -74,7 +74,8 @@ public final class TransactionGate {
             running--;
           }
         }
-        default -> { }
+        default -> {
+        }
       }
       waiter.state = State.LEFT;
       while (!waiting.isEmpty() && mayEnter(waiting.peek())) {
@@ -100,7 +101,9 @@ public final class TransactionGate {
     }
   }
 
-  private enum State { NEW, WAITING, RUNNING, LEFT }
+  private enum State {
+    NEW, WAITING, RUNNING, LEFT
+  }
 
   private static final class Waiter {
     final boolean alone;

@@ -14,7 +14,8 @@ import org.jspecify.annotations.Nullable;
  * @param consumer the consumer name
  * @param metadata the message's metadata, or {@code null} when unknown ({@link #metadata()} then throws)
  */
-public record TxHandle(Connection connection, String messageId, String consumer, @Nullable MessageMetadata metadata) implements Tx {
+public record TxHandle(Connection connection, String messageId, String consumer,
+    @Nullable MessageMetadata metadata) implements Tx {
 
   /**
    * A handle without metadata.

@@ -98,14 +98,16 @@ public final class MicrometerConsumerMetrics implements ConsumerMetrics {
           .description("Settled messages by outcome").register(registry));
     }
     retryable = Counter.builder(RETRIES).tags(tags).tag("kind", "retryable").description("Retried attempts").register(registry);
-    infrastructure = Counter.builder(RETRIES).tags(tags).tag("kind", "infrastructure").description("Retried attempts").register(registry);
+    infrastructure = Counter.builder(RETRIES).tags(tags).tag("kind", "infrastructure").description("Retried attempts")
+        .register(registry);
     contention = Counter.builder(RETRIES).tags(tags).tag("kind", "contention").description("Retried attempts").register(registry);
     ackFailures = Counter.builder(SETTLEMENT_FAILURES).tags(tags).tag("step", "ack")
         .description("Settlements that failed for good").register(registry);
     deadLetterFailures = Counter.builder(SETTLEMENT_FAILURES).tags(tags).tag("step", "dead-letter")
         .description("Settlements that failed for good").register(registry);
     abandoned = Counter.builder(ABANDONED).tags(tags).description("Messages left unsettled for redelivery").register(registry);
-    handler = Timer.builder(HANDLER).tags(tags).publishPercentiles(0.5, 0.95, 0.99).description("Handler latency").register(registry);
+    handler = Timer.builder(HANDLER).tags(tags).publishPercentiles(0.5, 0.95, 0.99).description("Handler latency")
+        .register(registry);
     committed = Timer.builder(TRANSACTION).tags(tags).tag("committed", "true").publishPercentiles(0.5, 0.95, 0.99)
         .description("Transaction latency").register(registry);
     rolledBack = Timer.builder(TRANSACTION).tags(tags).tag("committed", "false").publishPercentiles(0.5, 0.95, 0.99)
@@ -113,7 +115,8 @@ public final class MicrometerConsumerMetrics implements ConsumerMetrics {
     batchSize = DistributionSummary.builder(BATCH_SIZE).tags(tags).publishPercentiles(0.5, 0.95, 0.99).baseUnit("messages")
         .description("Messages per micro-batch a lane formed").register(registry);
     Gauge.builder(IN_FLIGHT, inFlight, Set::size).tags(tags).description("Messages being processed").register(registry);
-    Gauge.builder(UNSETTLED, receivedAt, Map::size).tags(tags).description("Messages received and not settled").register(registry);
+    Gauge.builder(UNSETTLED, receivedAt, Map::size).tags(tags).description("Messages received and not settled")
+        .register(registry);
     Gauge.builder(OLDEST_AGE, this, MicrometerConsumerMetrics::oldestUnsettledAgeSeconds).tags(tags)
         .baseUnit("seconds").description("Age of the oldest unsettled message").register(registry);
   }

@@ -170,7 +170,10 @@ public final class OutboxRelay {
         parts.add(statsLoop().then(Mono.empty()));
       }
       log.info("Outbox relay '{}' started on {} ({} worker(s), batches of {}, {}, {})", name, outbox.table(), workers, batchSize,
-          ordering, listen ? "LISTEN on channel " + outbox.channel() + " and polling every " + pollInterval : "polling every " + pollInterval);
+          ordering,
+          listen
+              ? "LISTEN on channel " + outbox.channel() + " and polling every " + pollInterval
+              : "polling every " + pollInterval);
       return Flux.merge(parts).onErrorMap(RelayPublish.FatalPublisherError.class, Throwable::getCause);
     });
   }
@@ -222,17 +225,19 @@ public final class OutboxRelay {
     List<Failure> failures = new ArrayList<>();
     java.util.concurrent.atomic.AtomicBoolean published = new java.util.concurrent.atomic.AtomicBoolean();
     return transactions.inTransaction(connection -> claim.claim(connection)
-            .flatMap(batch -> batch.isEmpty()
-                ? Mono.just(new Round(List.of(), 0, null, false))
-                : publish.publish(batch)
-                    .doOnSuccess(errors -> published.set(true))
-                    .flatMap(errors -> mark.mark(connection, batch, errors, failures))))
+        .flatMap(batch -> batch.isEmpty()
+            ? Mono.just(new Round(List.of(), 0, null, false))
+            : publish.publish(batch)
+                .doOnSuccess(errors -> published.set(true))
+                .flatMap(errors -> mark.mark(connection, batch, errors, failures))))
         .timeout(publishTimeout.plus(STATEMENT_TIMEOUT).plus(STATEMENT_TIMEOUT))
         .doOnSuccess(round -> mark.afterCommit(round, failures))
         .doOnError(error -> {
           if (published.get()) {
-            log.warn("Outbox relay '{}': a batch was published but its mark did not commit ({}); its rows stay pending and will be "
-                + "published again with the same ids", name, LogText.cut(error.toString()));
+            log.warn(
+                "Outbox relay '{}': a batch was published but its mark did not commit ({}); its rows stay pending and will be "
+                    + "published again with the same ids",
+                name, LogText.cut(error.toString()));
           }
         });
   }
@@ -242,16 +247,16 @@ public final class OutboxRelay {
     RetryWarnings warnings = new RetryWarnings(log, "Outbox relay '" + name + "': LISTEN " + outbox.channel()
         + " (polling every " + pollInterval + " meanwhile)", WARNING_INTERVAL);
     return Flux.usingWhen(listeningConnection(),
-            connection -> Flux.merge(
-                connection.getNotifications().map(notification -> Boolean.TRUE),
-                Flux.from(connection.createStatement("LISTEN " + outbox.channel()).execute())
-                    .concatMap(result -> result.getRowsUpdated())
-                    .then(Mono.fromRunnable(() -> {
-                      warnings.succeeded();
-                      wakeup.signal(); // rows committed while nobody listened
-                    }))
-                    .then(Mono.<Boolean>empty())),
-            Connection::close)
+        connection -> Flux.merge(
+            connection.getNotifications().map(notification -> Boolean.TRUE),
+            Flux.from(connection.createStatement("LISTEN " + outbox.channel()).execute())
+                .concatMap(result -> result.getRowsUpdated())
+                .then(Mono.fromRunnable(() -> {
+                  warnings.succeeded();
+                  wakeup.signal(); // rows committed while nobody listened
+                }))
+                .then(Mono.<Boolean>empty())),
+        Connection::close)
         .doOnNext(notification -> wakeup.signal())
         .then(Mono.<Void>error(new IllegalStateException("the listening connection closed")))
         .retryWhen(Retry.from(signals -> signals.concatMap(signal -> {

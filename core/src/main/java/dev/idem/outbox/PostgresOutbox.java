@@ -67,7 +67,8 @@ public final class PostgresOutbox {
 
   private PostgresOutbox(ConnectionFactory connectionFactory, String table, boolean notifyOnAdd) {
     this.connectionFactory = Objects.requireNonNull(connectionFactory, "connectionFactory");
-    this.table = Identifiers.requireRoomForDerivedNames("table", Identifiers.requireSqlIdentifier("table", table), DerivedNames.SUFFIXES);
+    this.table = Identifiers.requireRoomForDerivedNames("table", Identifiers.requireSqlIdentifier("table", table),
+        DerivedNames.SUFFIXES);
     this.channel = SqlScripts.unqualified(table);
     this.notifyOnAdd = notifyOnAdd;
     String insert = "INSERT INTO " + table + " (message_id, destination, message_key, payload, headers)"
@@ -79,7 +80,8 @@ public final class PostgresOutbox {
 
   /** The shipped migration's index-name suffixes, read once, on first use. */
   private static final class DerivedNames {
-    static final List<String> SUFFIXES = List.copyOf(SqlScripts.derivedSuffixes(SqlScripts.read(MIGRATION_RESOURCE), DEFAULT_TABLE));
+    static final List<String> SUFFIXES = List
+        .copyOf(SqlScripts.derivedSuffixes(SqlScripts.read(MIGRATION_RESOURCE), DEFAULT_TABLE));
   }
 
   /**
@@ -263,7 +265,8 @@ public final class PostgresOutbox {
         .concatMap(result -> result.map((row, meta) -> {
           Double oldest = row.get("oldest", Double.class);
           return new OutboxStats(row.get("pending", Long.class),
-              oldest == null ? Duration.ZERO : Duration.ofMillis(Math.max(0, (long) (oldest * 1000))), row.get("parked", Long.class));
+              oldest == null ? Duration.ZERO : Duration.ofMillis(Math.max(0, (long) (oldest * 1000))),
+              row.get("parked", Long.class));
         }))).next();
   }
 
@@ -297,7 +300,8 @@ public final class PostgresOutbox {
       headers.put(flat[i], flat[i + 1]);
     }
     Integer attempts = row.get("attempts", Integer.class);
-    return new OutboxMessage(row.get("seq", Long.class), row.get("message_id", String.class), row.get("destination", String.class),
+    return new OutboxMessage(row.get("seq", Long.class), row.get("message_id", String.class),
+        row.get("destination", String.class),
         row.get("message_key", String.class), row.get("payload", byte[].class), headers,
         (attempts == null ? 0 : attempts) + 1, row.get("created_at", Instant.class));
   }

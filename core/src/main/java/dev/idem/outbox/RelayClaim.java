@@ -28,7 +28,8 @@ final class RelayClaim {
 
   RelayClaim(String table, RelayOrdering ordering, int batchSize) {
     String keyOrder = ordering == RelayOrdering.BY_KEY
-        ? " AND NOT EXISTS (SELECT 1 FROM " + table + " e WHERE e.message_key = o.message_key AND e.status <> 'SENT' AND e.seq < o.seq)"
+        ? " AND NOT EXISTS (SELECT 1 FROM " + table
+            + " e WHERE e.message_key = o.message_key AND e.status <> 'SENT' AND e.seq < o.seq)"
         : "";
     this.sql = "SELECT " + PostgresOutbox.COLUMNS + " FROM " + table + " o"
         + " WHERE o.status = 'PENDING' AND o.next_attempt_at <= now()" + keyOrder

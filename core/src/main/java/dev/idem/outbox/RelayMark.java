@@ -36,7 +36,8 @@ final class RelayMark {
   private final String markSentSql;
   private final String markFailedSql;
 
-  RelayMark(String name, String table, int batchSize, int maxAttempts, Duration firstBackoff, Duration maxBackoff, OutboxMetrics metrics) {
+  RelayMark(String name, String table, int batchSize, int maxAttempts, Duration firstBackoff, Duration maxBackoff,
+      OutboxMetrics metrics) {
     this.name = name;
     this.table = table;
     this.batchSize = batchSize;
@@ -81,9 +82,11 @@ final class RelayMark {
         nextDue = due;
       }
     }
-    Mono<Void> markSent = sent.isEmpty() ? Mono.empty()
+    Mono<Void> markSent = sent.isEmpty()
+        ? Mono.empty()
         : execute(connection.createStatement(markSentSql).bind(0, sent.stream().map(OutboxMessage::seq).toArray(Long[]::new)));
-    Mono<Void> markFailed = failedSeqs.isEmpty() ? Mono.empty()
+    Mono<Void> markFailed = failedSeqs.isEmpty()
+        ? Mono.empty()
         : execute(connection.createStatement(markFailedSql)
             .bind(0, failedSeqs.toArray(Long[]::new))
             .bind(1, failedErrors.toArray(String[]::new))
@@ -104,13 +107,15 @@ final class RelayMark {
     Failure first = failures.get(0);
     log.warn("Outbox relay '{}': {} of {} publishes failed and will be retried with backoff (parked at {} attempts); first: "
         + "message '{}' (row {}, attempt {}): {}", name, failures.size(), round.claimed(), maxAttempts,
-        LogText.cutId(first.message().id()), first.message().seq(), first.message().attempt(), LogText.cut(describe(first.error())));
+        LogText.cutId(first.message().id()), first.message().seq(), first.message().attempt(),
+        LogText.cut(describe(first.error())));
     for (Failure failure : failures) {
       metrics.failed(failure.message(), failure.error());
       if (failure.parked()) {
         OutboxMessage message = failure.message();
-        log.warn("Outbox relay '{}' parked message '{}' (row {}, destination '{}') after {} attempts: {}. It stays in {} with status "
-            + "PARKED; fix the cause, then PostgresOutbox.resend(\"{}\") or resendParked() sends it again with the same id",
+        log.warn(
+            "Outbox relay '{}' parked message '{}' (row {}, destination '{}') after {} attempts: {}. It stays in {} with status "
+                + "PARKED; fix the cause, then PostgresOutbox.resend(\"{}\") or resendParked() sends it again with the same id",
             name, LogText.cutId(message.id()), message.seq(), LogText.cut(message.destination()), message.attempt(),
             LogText.cut(describe(failure.error())), table, LogText.cutId(message.id()));
         metrics.parked(message);

@@ -40,19 +40,20 @@ final class RelayPublish {
     Set<Long> confirmed = ConcurrentHashMap.newKeySet();
     Throwable[] batchError = new Throwable[1];
     return guarded(List.copyOf(batch), result -> {
-          if (result == null || result.message() == null) {
-            return;
-          }
-          if (result.isSent()) {
-            confirmed.add(result.message().seq());
-          } else {
-            errors.put(result.message().seq(), result.error());
-          }
-        })
+      if (result == null || result.message() == null) {
+        return;
+      }
+      if (result.isSent()) {
+        confirmed.add(result.message().seq());
+      } else {
+        errors.put(result.message().seq(), result.error());
+      }
+    })
         .timeout(publishTimeout)
         .onErrorResume(error -> !JvmErrors.isFatal(error), error -> {
           batchError[0] = error instanceof TimeoutException
-              ? new TimeoutException("no confirmation within the publish timeout of " + publishTimeout) : error;
+              ? new TimeoutException("no confirmation within the publish timeout of " + publishTimeout)
+              : error;
           return Mono.empty();
         })
         .then(Mono.fromSupplier(() -> {
@@ -60,7 +61,9 @@ final class RelayPublish {
           for (OutboxMessage message : batch) {
             Throwable error = errors.get(message.seq());
             if (error == null && !confirmed.contains(message.seq())) {
-              error = batchError[0] != null ? batchError[0] : new IllegalStateException("the publisher reported no result for this message");
+              error = batchError[0] != null
+                  ? batchError[0]
+                  : new IllegalStateException("the publisher reported no result for this message");
             }
             if (error != null) {
               failed.put(message.seq(), error);

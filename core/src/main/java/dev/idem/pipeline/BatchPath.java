@@ -4,13 +4,12 @@ import dev.idem.ConsumerMetrics;
 import dev.idem.DeadLetter;
 import dev.idem.Delivery;
 import dev.idem.Outcome;
-import dev.idem.pipeline.PipelineFailures.BatchSplit;
-import dev.idem.pipeline.PipelineFailures.EffectTimeout;
-import dev.idem.pipeline.PipelineFailures.SlowEffect;
-import dev.idem.internal.BatchLanes;
 import dev.idem.internal.LaneControl;
 import dev.idem.internal.LogText;
 import dev.idem.internal.MessageObservations;
+import dev.idem.pipeline.PipelineFailures.BatchSplit;
+import dev.idem.pipeline.PipelineFailures.EffectTimeout;
+import dev.idem.pipeline.PipelineFailures.SlowEffect;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -76,7 +75,8 @@ final class BatchPath<T> {
    * a delivery that fails validation is dead-lettered where it stands.
    */
   Flux<Outcome<T>> process(List<Delivery<T>> batch, LaneControl<Delivery<T>, Outcome<T>> lane) {
-    return observations.isOn() ? observations.batch(batch, batchParts(batch, lane), Outcome::delivery, o -> o.status().name())
+    return observations.isOn()
+        ? observations.batch(batch, batchParts(batch, lane), Outcome::delivery, o -> o.status().name())
         : batchParts(batch, lane);
   }
 
@@ -127,7 +127,8 @@ final class BatchPath<T> {
       AtomicBoolean splitting = new AtomicBoolean();
       // After a deadlock the batch is retried in place, alone (DeadlockRecovery): the order of its keys holds.
       AtomicBoolean deadlocked = new AtomicBoolean();
-      return Mono.defer(() -> deadlocks.attempt(run, deadlocked.get(), Mono.defer(() -> transaction.attemptBatch(run, attempts.next()))))
+      return Mono
+          .defer(() -> deadlocks.attempt(run, deadlocked.get(), Mono.defer(() -> transaction.attemptBatch(run, attempts.next()))))
           .retryWhen(Retry.from(signals -> signals.concatMap(signal -> {
             if (deadlocks.failed(run, signal.failure())) {
               deadlocked.set(true);
@@ -144,15 +145,19 @@ final class BatchPath<T> {
           .onErrorResume(BatchSplit.class, split -> {
             splitting.set(true);
             if (split.getCause() instanceof SlowEffect slow) {
-              log.info("Consumer '{}': the handler of message '{}' ran for {} ms in a batch of {}, past the slowMessageThreshold of {} ms; "
-                  + "it is detached: the batch commits without it, and it continues on its own{}", name,
+              log.info(
+                  "Consumer '{}': the handler of message '{}' ran for {} ms in a batch of {}, past the slowMessageThreshold of {} ms; "
+                      + "it is detached: the batch commits without it, and it continues on its own{}",
+                  name,
                   Settlement.idForLogs(run.get(slow.index)), slow.ran.toMillis(), run.size(), slowMessageThreshold.toMillis(),
                   run.size() > 1 ? "" : ", off its lane");
             } else if (split.getCause() instanceof EffectTimeout && run.size() > 1) {
               log.warn("Consumer '{}': a batch of {} messages did not finish within the transactionTimeout of {} ms while {}; "
                   + "it is split: the others commit without {}, which is retried on its own",
                   name, run.size(), transactionTimeout.toMillis(),
-                  split.index >= 0 ? "the handler of message '" + Settlement.idForLogs(run.get(split.index)) + "' ran" : "the batch handler ran",
+                  split.index >= 0
+                      ? "the handler of message '" + Settlement.idForLogs(run.get(split.index)) + "' ran"
+                      : "the batch handler ran",
                   split.index >= 0 ? "it" : "the message that hangs (found by halving the batch)");
             } else if (FailureKinds.serverTimeoutOfEffect(Objects.requireNonNull(split.getCause())) != null) {
               logServerTimeout(run, split);
@@ -166,8 +171,10 @@ final class BatchPath<T> {
                   + "the stream terminates with the error so that the application (or its supervisor) can restart: {}",
                   name, Settlement.idForLogs(run.get(0)), LogText.cut(fatal.toString()));
             } else {
-              log.error("Consumer '{}': a JVM error while processing a batch of {} messages from '{}'; they stay unacknowledged and "
-                  + "the stream terminates with the error: {}", name, run.size(), Settlement.idForLogs(run.get(0)), LogText.cut(fatal.toString()));
+              log.error(
+                  "Consumer '{}': a JVM error while processing a batch of {} messages from '{}'; they stay unacknowledged and "
+                      + "the stream terminates with the error: {}",
+                  name, run.size(), Settlement.idForLogs(run.get(0)), LogText.cut(fatal.toString()));
             }
             run.forEach(metrics::abandoned);
           });
@@ -180,7 +187,8 @@ final class BatchPath<T> {
    * the rest are asked for together: one waiting for the one before would cost a hand-off to the
    * adapter's settling thread and back per message, and leave the adapter nothing to coalesce.
    */
-  private Flux<Outcome<T>> acknowledge(List<Delivery<T>> run, Set<Delivery<T>> fresh, int attempts, AtomicInteger acknowledgedInPlace,
+  private Flux<Outcome<T>> acknowledge(List<Delivery<T>> run, Set<Delivery<T>> fresh, int attempts,
+      AtomicInteger acknowledgedInPlace,
       Set<Delivery<T>> settled) {
     List<Outcome<T>> inPlace = new ArrayList<>(run.size());
     int at = 0;
@@ -202,7 +210,8 @@ final class BatchPath<T> {
       return Flux.fromIterable(inPlace);
     }
     Flux<Outcome<T>> rest = Flux.fromIterable(run.subList(at, run.size()))
-        .flatMapSequential(d -> settlement.ack(d, status(d, fresh), attempts).doOnTerminate(() -> settled.add(d)), run.size() - at, 1);
+        .flatMapSequential(d -> settlement.ack(d, status(d, fresh), attempts).doOnTerminate(() -> settled.add(d)),
+            run.size() - at, 1);
     return inPlace.isEmpty() ? rest : Flux.fromIterable(inPlace).concatWith(rest);
   }
 
@@ -222,8 +231,10 @@ final class BatchPath<T> {
     if (run.size() > 1) {
       log.warn("Consumer '{}': the server stopped a statement of {} in a batch of {} messages (SQLSTATE {}: {}); "
           + "the batch is split: the others commit without {}, which is retried on its own",
-          name, split.index >= 0 ? "the handler of message '" + Settlement.idForLogs(run.get(split.index)) + "'" : "the batch handler",
-          run.size(), state, error, split.index >= 0 ? "it" : "the message whose statement timed out (found by halving the batch)");
+          name,
+          split.index >= 0 ? "the handler of message '" + Settlement.idForLogs(run.get(split.index)) + "'" : "the batch handler",
+          run.size(), state, error,
+          split.index >= 0 ? "it" : "the message whose statement timed out (found by halving the batch)");
     } else if (split.index < 0) {
       log.warn("Consumer '{}': the server stopped a statement of the batch handler for message '{}' alone (SQLSTATE {}: {}); "
           + "it is retried on its own", name, Settlement.idForLogs(run.get(0)), state, error);
@@ -240,7 +251,8 @@ final class BatchPath<T> {
     if (failing >= 0 && failing < run.size()) {
       Delivery<T> bad = run.get(failing);
       return Flux.concat(batchRun(run.subList(0, failing), lane), Flux.defer(() -> {
-        lane.offLane(bad, split.getCause() instanceof SlowEffect ? messages.handleDetached(bad, alone)
+        lane.offLane(bad, split.getCause() instanceof SlowEffect
+            ? messages.handleDetached(bad, alone)
             : messages.handleAfterBatchFailure(bad, split.failure(), alone));
         return batchRun(run.subList(failing + 1, run.size()), lane);
       }));

@@ -6,16 +6,16 @@ import dev.idem.ConsumerMetrics;
 import dev.idem.Delivery;
 import dev.idem.Handler;
 import dev.idem.MessageMetadata;
-import dev.idem.pipeline.PipelineFailures.CommitRejected;
-import dev.idem.pipeline.PipelineFailures.EffectTimeout;
-import dev.idem.pipeline.PipelineFailures.HandlerFailure;
-import dev.idem.pipeline.PipelineFailures.SlowEffect;
 import dev.idem.TransactionRunner;
 import dev.idem.Tx;
 import dev.idem.internal.BatchTxHandle;
 import dev.idem.internal.MessageObservations;
 import dev.idem.internal.R2dbcTransactionRunner;
 import dev.idem.internal.TxHandle;
+import dev.idem.pipeline.PipelineFailures.CommitRejected;
+import dev.idem.pipeline.PipelineFailures.EffectTimeout;
+import dev.idem.pipeline.PipelineFailures.HandlerFailure;
+import dev.idem.pipeline.PipelineFailures.SlowEffect;
 import dev.idem.postgres.PostgresInbox;
 import io.r2dbc.spi.Connection;
 import java.time.Duration;
@@ -97,7 +97,8 @@ final class BatchTransaction<T> {
     AtomicBoolean effectsDone = new AtomicBoolean();
     AtomicInteger effectAt = new AtomicInteger(EffectTimeout.NOT_IN_EFFECTS);
     SlowEffectWatch watch = onLane && batchHandler == null && slowMessageThreshold.compareTo(transactionTimeout) < 0
-        ? new SlowEffectWatch(slowMessageThreshold) : null;
+        ? new SlowEffectWatch(slowMessageThreshold)
+        : null;
     List<String> ids = new ArrayList<>(run.size());
     run.forEach(d -> ids.add(d.id()));
     BiFunction<Connection, Set<String>, Mono<Set<Delivery<T>>>> afterRecord = (connection, newIds) -> {
@@ -178,7 +179,8 @@ final class BatchTransaction<T> {
       }
       int index = items.size() == 1 ? only : EffectTimeout.UNKNOWN;
       // With one message the Tx names it, as a per-message handler's does.
-      Tx tx = items.size() == 1 ? new TxHandle(connection, items.get(0).messageId(), name, MessageMetadata.of(items.get(0).delivery()))
+      Tx tx = items.size() == 1
+          ? new TxHandle(connection, items.get(0).messageId(), name, MessageMetadata.of(items.get(0).delivery()))
           : new BatchTxHandle(connection, name);
       long start = System.nanoTime();
       return EffectRunner.guardedEffect(() -> {
@@ -198,7 +200,8 @@ final class BatchTransaction<T> {
             watch.started(i);
           }
           return observations.asCurrent(run.get(i),
-              effects.runHandler(run.get(i), new TxHandle(connection, Objects.requireNonNull(run.get(i).id()), name, MessageMetadata.of(run.get(i))), i));
+              effects.runHandler(run.get(i),
+                  new TxHandle(connection, Objects.requireNonNull(run.get(i).id()), name, MessageMetadata.of(run.get(i))), i));
         })
         .then();
   }

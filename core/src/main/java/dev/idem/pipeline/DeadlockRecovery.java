@@ -107,9 +107,11 @@ final class DeadlockRecovery {
     }
     log.warn("Consumer '{}': deadlock (SQLSTATE {}; deadlock {} of this consumer, each costs PostgreSQL's deadlock_timeout) "
         + "in the transaction of {}; it is retried alone (no other transaction of this consumer runs meanwhile){}: {}",
-        name, DEADLOCK, count, describe(messages), keys.isEmpty() ? ""
+        name, DEADLOCK, count, describe(messages), keys.isEmpty()
+            ? ""
             : ", and the messages of its key(s) " + LogText.cut(String.join(", ", keys)) + " run alone for the next "
-                + KEY_MEMORY.toSeconds() + " s. Handlers that update shared rows in different orders deadlock; update them in one order",
+                + KEY_MEMORY.toSeconds()
+                + " s. Handlers that update shared rows in different orders deadlock; update them in one order",
         LogText.cut(FailureKinds.cause(failure).toString()));
     return true;
   }

@@ -21,7 +21,8 @@ final class DeliveryValidation {
   }
 
   /** Why the delivery is dead-lettered at once, or {@code null} when it is processable. */
-  @Nullable DeadLetter validate(Delivery<?> delivery) {
+  @Nullable
+  DeadLetter validate(Delivery<?> delivery) {
     try {
       return check(delivery);
     } catch (RuntimeException | AssertionError | StackOverflowError e) {
@@ -37,7 +38,8 @@ final class DeliveryValidation {
       return DeadLetter.rejected(DeadLetterReason.MISSING_ID, id == null ? "id is null" : "id is blank", name);
     }
     if (id.indexOf('\0') >= 0) {
-      return DeadLetter.rejected(DeadLetterReason.INVALID_ID, "id contains a NUL character, which PostgreSQL text cannot store", name);
+      return DeadLetter.rejected(DeadLetterReason.INVALID_ID, "id contains a NUL character, which PostgreSQL text cannot store",
+          name);
     }
     if (id.length() > maxIdLength) {
       return DeadLetter.rejected(DeadLetterReason.INVALID_ID,

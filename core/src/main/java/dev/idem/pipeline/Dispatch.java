@@ -53,8 +53,9 @@ final class Dispatch<T> {
   Flux<Outcome<T>> outcomes(Flux<Delivery<T>> received, Function<Delivery<T>, Mono<Outcome<T>>> message,
       BiFunction<List<Delivery<T>>, LaneControl<Delivery<T>, Outcome<T>>, Flux<Outcome<T>>> batch) {
     boolean batching = maxBatchSize > 1;
-    BiFunction<List<Delivery<T>>, LaneControl<Delivery<T>, Outcome<T>>, Flux<Outcome<T>>> path =
-        batching ? batch : (one, lane) -> message.apply(one.get(0)).flux();
+    BiFunction<List<Delivery<T>>, LaneControl<Delivery<T>, Outcome<T>>, Flux<Outcome<T>>> path = batching
+        ? batch
+        : (one, lane) -> message.apply(one.get(0)).flux();
     BiFunction<List<Delivery<T>>, LaneControl<Delivery<T>, Outcome<T>>, Flux<Outcome<T>>> run = (formed, lane) -> {
       metrics.batch(formed.size());
       return path.apply(formed, lane);
@@ -75,7 +76,9 @@ final class Dispatch<T> {
    */
   private GroupCommit groupCommit() {
     int fill = Math.min(maxBatchSize, Math.max(2, prefetch / concurrency));
-    return maxBatchSize > 1 && !"false".equals(System.getProperty(GROUP_COMMIT_PROPERTY)) ? GroupCommit.startingAt(fill) : GroupCommit.OFF;
+    return maxBatchSize > 1 && !"false".equals(System.getProperty(GROUP_COMMIT_PROPERTY))
+        ? GroupCommit.startingAt(fill)
+        : GroupCommit.OFF;
   }
 
   /** Refuses an order the source cannot keep (see {@link Delivery#sourceOrdering()}); the stream fails, nothing is settled. */

@@ -4,9 +4,9 @@ import dev.idem.DeadLetter;
 import dev.idem.DeadLetterReason;
 import dev.idem.ErrorClassifier;
 import dev.idem.ErrorKind;
+import dev.idem.internal.JvmErrors;
 import dev.idem.pipeline.PipelineFailures.CommitRejected;
 import dev.idem.pipeline.PipelineFailures.HandlerFailure;
-import dev.idem.internal.JvmErrors;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicLong;
 import org.jspecify.annotations.Nullable;
@@ -80,7 +80,8 @@ final class FailureKinds {
       return null;
     }
     for (Throwable t = error.getCause(); t != null; t = t.getCause() == t ? null : t.getCause()) {
-      if (t instanceof io.r2dbc.spi.R2dbcException r2dbc && ("57014".equals(r2dbc.getSqlState()) || "55P03".equals(r2dbc.getSqlState()))) {
+      if (t instanceof io.r2dbc.spi.R2dbcException r2dbc
+          && ("57014".equals(r2dbc.getSqlState()) || "55P03".equals(r2dbc.getSqlState()))) {
         return r2dbc.getSqlState();
       }
     }
@@ -102,7 +103,9 @@ final class FailureKinds {
   }
 
   DeadLetter deadLetterFor(Throwable error, int attempts) {
-    DeadLetterReason reason = kindOf(error) == ErrorKind.NON_RETRYABLE ? DeadLetterReason.NON_RETRYABLE_ERROR : DeadLetterReason.RETRIES_EXHAUSTED;
+    DeadLetterReason reason = kindOf(error) == ErrorKind.NON_RETRYABLE
+        ? DeadLetterReason.NON_RETRYABLE_ERROR
+        : DeadLetterReason.RETRIES_EXHAUSTED;
     return DeadLetter.of(reason, cause(error), name, attempts);
   }
 }

@@ -105,19 +105,20 @@ final class MessagePath<T> {
     // A cancel that comes after the outcome went out (the lane takes its one outcome and cancels) abandons nothing.
     AtomicBoolean settledHere = new AtomicBoolean();
     return before.then(Mono.defer(() -> deadlocks.attempt(itself, deadlocked.get(), Mono.defer(() -> {
-              int attempt = attempts.next();
-              return observations.child(IdemObservations.TRANSACTION, attempt, transaction.attemptAlone(delivery, attempt));
-            })))
-            .retryWhen(Retry.from(signals -> signals.concatMap(signal -> {
-              if (deadlocks.failed(itself, signal.failure())) {
-                deadlocked.set(true);
-              }
-              return attempts.backoffOrGiveUp(signal.failure());
-            }))))
+      int attempt = attempts.next();
+      return observations.child(IdemObservations.TRANSACTION, attempt, transaction.attemptAlone(delivery, attempt));
+    })))
+        .retryWhen(Retry.from(signals -> signals.concatMap(signal -> {
+          if (deadlocks.failed(itself, signal.failure())) {
+            deadlocked.set(true);
+          }
+          return attempts.backoffOrGiveUp(signal.failure());
+        }))))
         .flatMap(inserted -> observations.child(IdemObservations.SETTLE, 0,
             settlement.ack(delivery, inserted ? Outcome.Status.PROCESSED : Outcome.Status.DUPLICATE, attempts.count())))
         .onErrorResume(error -> !FailureKinds.isFatal(error),
-            error -> observations.child(IdemObservations.SETTLE, 0, settlement.deadLetter(delivery, kinds.deadLetterFor(error, attempts.count()))))
+            error -> observations.child(IdemObservations.SETTLE, 0,
+                settlement.deadLetter(delivery, kinds.deadLetterFor(error, attempts.count()))))
         .onErrorMap(FailureKinds::surfaced)
         .doOnError(fatal -> {
           log.error("Consumer '{}': a JVM error while processing message '{}'; the message stays unacknowledged and "

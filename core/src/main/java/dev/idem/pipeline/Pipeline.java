@@ -57,7 +57,8 @@ public final class Pipeline<T> {
     ConsumerMetrics metrics = settings.metrics();
     Flux<Delivery<T>> received = Flux.<Delivery<T>>from(source).doOnNext(metrics::received);
     Flux<Outcome<T>> outcomes = dispatch.outcomes(received, messages::handle, batches::process);
-    return outcomes.doOnDiscard(Delivery.class, metrics::abandoned).doOnSubscribe(s -> settings.inbox().checkReplication().subscribe());
+    return outcomes.doOnDiscard(Delivery.class, metrics::abandoned)
+        .doOnSubscribe(s -> settings.inbox().checkReplication().subscribe());
   }
 
   /**

@@ -29,7 +29,8 @@ final class PipelineFailures {
         return true;
       }
       String state = error instanceof io.r2dbc.spi.R2dbcException r2dbc ? r2dbc.getSqlState() : null;
-      return state != null && (state.startsWith("22") || state.startsWith("23") || state.startsWith("25") || state.startsWith("40"));
+      return state != null
+          && (state.startsWith("22") || state.startsWith("23") || state.startsWith("25") || state.startsWith("40"));
     }
   }
 
@@ -40,9 +41,11 @@ final class PipelineFailures {
 
     BatchSplit(Throwable cause) {
       super(cause.toString(), cause, false, false);
-      this.index = cause instanceof HandlerFailure failure ? failure.index
-          : cause instanceof EffectTimeout timeout ? timeout.index
-          : cause instanceof SlowEffect slow ? slow.index : -1;
+      this.index = cause instanceof HandlerFailure failure
+          ? failure.index
+          : cause instanceof EffectTimeout timeout
+              ? timeout.index
+              : cause instanceof SlowEffect slow ? slow.index : -1;
     }
 
     /** What the isolated message's own retries start from: a timeout as such, as in per-message mode. */

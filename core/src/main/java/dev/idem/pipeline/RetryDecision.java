@@ -3,13 +3,13 @@ package dev.idem.pipeline;
 import dev.idem.ConsumerMetrics;
 import dev.idem.Delivery;
 import dev.idem.ErrorKind;
-import dev.idem.pipeline.PipelineFailures.BatchSplit;
-import dev.idem.pipeline.PipelineFailures.EffectTimeout;
-import dev.idem.pipeline.PipelineFailures.SlowEffect;
 import dev.idem.RetryPolicy;
 import dev.idem.internal.Backoff;
 import dev.idem.internal.LogText;
 import dev.idem.internal.StopControl;
+import dev.idem.pipeline.PipelineFailures.BatchSplit;
+import dev.idem.pipeline.PipelineFailures.EffectTimeout;
+import dev.idem.pipeline.PipelineFailures.SlowEffect;
 import java.time.Duration;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -78,7 +78,8 @@ final class RetryDecision {
     switch (kind) {
       case INFRASTRUCTURE -> {
         warnWhileStuck(failure, infrastructureInARow++);
-        wait = Backoff.jittered(retryPolicy.infrastructureBackoff(), retryPolicy.infrastructureMaxBackoff(), infrastructureInARow - 1);
+        wait = Backoff.jittered(retryPolicy.infrastructureBackoff(), retryPolicy.infrastructureMaxBackoff(),
+            infrastructureInARow - 1);
       }
       case CONTENTION -> wait = Backoff.jittered(retryPolicy.firstBackoff(), retryPolicy.maxBackoff(), contentionInARow - 1);
       case RETRYABLE -> {
@@ -86,8 +87,10 @@ final class RetryDecision {
           return Mono.error(failure);
         }
         if (deliveredTooOften()) {
-          log.warn("Consumer '{}': message '{}' failed on its delivery {} by the broker, which is maxAttempts ({}) or more: earlier"
-              + " deliveries already ran it, so it is not retried in memory again: {}", name, Settlement.idForLogs(delivery),
+          log.warn(
+              "Consumer '{}': message '{}' failed on its delivery {} by the broker, which is maxAttempts ({}) or more: earlier"
+                  + " deliveries already ran it, so it is not retried in memory again: {}",
+              name, Settlement.idForLogs(delivery),
               delivery.deliveryAttempt(), retryPolicy.maxAttempts(), LogText.cut(FailureKinds.cause(failure).toString()));
           return Mono.error(failure);
         }
@@ -128,11 +131,13 @@ final class RetryDecision {
     if (FailureKinds.isFatal(failure)) {
       return Mono.error(failure);
     }
-    if (failure instanceof EffectTimeout || failure instanceof SlowEffect || FailureKinds.serverTimeoutOfEffect(failure) != null) {
+    if (failure instanceof EffectTimeout || failure instanceof SlowEffect
+        || FailureKinds.serverTimeoutOfEffect(failure) != null) {
       return Mono.error(new BatchSplit(failure));
     }
     ErrorKind kind = kinds.kindOf(failure);
-    if (kind == ErrorKind.INFRASTRUCTURE || (kind == ErrorKind.CONTENTION && contentionInARow < retryPolicy.maxContentionRetries())) {
+    if (kind == ErrorKind.INFRASTRUCTURE
+        || (kind == ErrorKind.CONTENTION && contentionInARow < retryPolicy.maxContentionRetries())) {
       return backoffOrGiveUp(failure);
     }
     return Mono.error(new BatchSplit(failure));
@@ -150,8 +155,9 @@ final class RetryDecision {
       lastWarning = now;
     }
     if (retriesInARow == 0 && kinds.claimInfrastructureWarning()) {
-      log.warn("Consumer '{}': infrastructure unavailable while processing message '{}'; backing off and retrying it, and every other "
-          + "message that meets the outage (logged at DEBUG), until it is back: {}",
+      log.warn(
+          "Consumer '{}': infrastructure unavailable while processing message '{}'; backing off and retrying it, and every other "
+              + "message that meets the outage (logged at DEBUG), until it is back: {}",
           name, Settlement.idForLogs(delivery), LogText.cut(FailureKinds.cause(failure).toString()));
     } else if (retriesInARow > 0 && now - lastWarning >= stuckWarningInterval.toNanos() && kinds.claimInfrastructureWarning()) {
       lastWarning = now;

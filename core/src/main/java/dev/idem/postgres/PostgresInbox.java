@@ -80,15 +80,18 @@ public final class PostgresInbox {
 
   private PostgresInbox(ConnectionFactory connectionFactory, String table, @Nullable RotatingLayout layout) {
     this.connectionFactory = Objects.requireNonNull(connectionFactory, "connectionFactory");
-    this.table = Identifiers.requireRoomForDerivedNames("table", Identifiers.requireSqlIdentifier("table", table), derivedSuffixes(layout));
+    this.table = Identifiers.requireRoomForDerivedNames("table", Identifiers.requireSqlIdentifier("table", table),
+        derivedSuffixes(layout));
     this.layout = layout;
     this.replicationCheck = new ReplicationCheck(connectionFactory, table);
     // The consumer is NULL, which the NOT NULL column refuses, unless a pipelined BEGIN started the transaction.
     String guardedConsumer = "CASE WHEN current_setting('" + IN_TRANSACTION_SETTING + "', true) = 'on' THEN $1 END";
     if (layout == null) {
       this.insertSql = "INSERT INTO " + table + " (consumer, message_id) VALUES ($1, $2) ON CONFLICT DO NOTHING";
-      this.insertPipelinedSql = "INSERT INTO " + table + " (consumer, message_id) VALUES (" + guardedConsumer + ", $2) ON CONFLICT DO NOTHING";
-      this.insertManySql = "INSERT INTO " + table + " (consumer, message_id) SELECT $1, id FROM unnest($2::text[]) AS ids(id) ORDER BY id"
+      this.insertPipelinedSql = "INSERT INTO " + table + " (consumer, message_id) VALUES (" + guardedConsumer
+          + ", $2) ON CONFLICT DO NOTHING";
+      this.insertManySql = "INSERT INTO " + table
+          + " (consumer, message_id) SELECT $1, id FROM unnest($2::text[]) AS ids(id) ORDER BY id"
           + " ON CONFLICT DO NOTHING RETURNING message_id";
       this.insertManyPipelinedSql = "INSERT INTO " + table + " (consumer, message_id) SELECT " + guardedConsumer
           + ", id FROM unnest($2::text[]) AS ids(id) ORDER BY id ON CONFLICT DO NOTHING RETURNING message_id";
@@ -113,8 +116,9 @@ public final class PostgresInbox {
   /** The shipped migrations' derived-name suffixes, read once, on first use. */
   private static final class Templates {
     static final List<String> PLAIN_SUFFIXES = List.copyOf(SqlScripts.derivedSuffixes(readMigration(), DEFAULT_TABLE));
-    static final List<String> ROTATING_SUFFIXES = List.copyOf(SqlScripts.derivedSuffixes(SqlScripts.read(ROTATING_MIGRATION_RESOURCE),
-        ROTATING_TEMPLATE_TABLE));
+    static final List<String> ROTATING_SUFFIXES = List
+        .copyOf(SqlScripts.derivedSuffixes(SqlScripts.read(ROTATING_MIGRATION_RESOURCE),
+            ROTATING_TEMPLATE_TABLE));
   }
 
   /**
@@ -267,11 +271,13 @@ public final class PostgresInbox {
    * @param messageIds the ids; repeats are allowed (only one of them can be new)
    * @return the ids whose rows were inserted (seen for the first time)
    */
-  public Mono<java.util.Set<String>> recordAllPipelined(Connection connection, String consumer, java.util.Collection<String> messageIds) {
+  public Mono<java.util.Set<String>> recordAllPipelined(Connection connection, String consumer,
+      java.util.Collection<String> messageIds) {
     return recordAll(insertManyPipelinedSql, connection, consumer, messageIds);
   }
 
-  private Mono<java.util.Set<String>> recordAll(String sql, Connection connection, String consumer, java.util.Collection<String> messageIds) {
+  private Mono<java.util.Set<String>> recordAll(String sql, Connection connection, String consumer,
+      java.util.Collection<String> messageIds) {
     String[] ids = messageIds.toArray(String[]::new);
     return Flux.from(connection.createStatement(sql).bind(0, consumer).bind(1, ids).execute())
         .concatMap(result -> result.map(row -> row.get(0, String.class)))
@@ -291,9 +297,11 @@ public final class PostgresInbox {
     List<String> statements = schemaStatements();
     return Mono.usingWhen(connectionFactory.create(),
         connection -> plainSchemaExists(connection)
-            .flatMap(exists -> exists ? Mono.<Void>empty() : Flux.fromIterable(statements)
-                .concatMap(sql -> Flux.from(connection.createStatement(sql).execute()).concatMap(r -> r.getRowsUpdated()))
-                .then())
+            .flatMap(exists -> exists
+                ? Mono.<Void>empty()
+                : Flux.fromIterable(statements)
+                    .concatMap(sql -> Flux.from(connection.createStatement(sql).execute()).concatMap(r -> r.getRowsUpdated()))
+                    .then())
             .then(layout == null ? Mono.empty() : checkLayout(connection)),
         Connection::close)
         // Two sessions racing on CREATE ... IF NOT EXISTS can still collide in the catalog.
@@ -311,7 +319,8 @@ public final class PostgresInbox {
   public Mono<Long> purgeOlderThan(Duration retention) {
     Objects.requireNonNull(retention, "retention");
     if (layout != null) {
-      throw new UnsupportedOperationException("the rotating inbox " + table + " is emptied slot by slot by dev.idem.retention.Retention");
+      throw new UnsupportedOperationException(
+          "the rotating inbox " + table + " is emptied slot by slot by dev.idem.retention.Retention");
     }
     if (retention.isNegative() || retention.isZero()) {
       throw new IllegalArgumentException("retention must be positive, was " + retention);
@@ -350,7 +359,8 @@ public final class PostgresInbox {
       names.appendReplacement(script, Matcher.quoteReplacement(replacement));
     }
     names.appendTail(script);
-    String withoutComments = script.toString().lines().filter(line -> !line.trim().startsWith("--")).collect(Collectors.joining("\n"));
+    String withoutComments = script.toString().lines().filter(line -> !line.trim().startsWith("--"))
+        .collect(Collectors.joining("\n"));
     return Arrays.stream(withoutComments.split(";")).map(String::trim).filter(s -> !s.isEmpty()).toList();
   }
 
@@ -362,7 +372,7 @@ public final class PostgresInbox {
     // An index lives in its table's schema: s.t's index is s.t_processed_at_idx.
     String index = table + "_processed_at_idx";
     return Flux.from(connection.createStatement("SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL")
-            .bind(0, table).bind(1, index).execute())
+        .bind(0, table).bind(1, index).execute())
         .concatMap(result -> result.map(row -> Boolean.TRUE.equals(row.get(0, Boolean.class))))
         .next()
         .defaultIfEmpty(false);
@@ -405,16 +415,21 @@ public final class PostgresInbox {
   private Mono<Void> checkLayout(Connection connection) {
     RotatingLayout layout = Objects.requireNonNull(this.layout); // called only for a rotating inbox
     return Flux.from(connection.createStatement("SELECT period_ms, slots FROM " + table + "_layout").execute())
-        .concatMap(result -> result.map(row -> new long[] {row.get(0, Long.class), row.get(1, Integer.class)}))
+        .concatMap(result -> result.map(row -> new long[]{row.get(0, Long.class), row.get(1, Integer.class)}))
         .next()
         .switchIfEmpty(Mono.error(() -> new IllegalStateException("the rotating inbox " + table + " has no layout row in " + table
-            + "_layout: insert (period_ms, slots) = (" + layout.period().toMillis() + ", " + layout.slots() + ") before the block that"
+            + "_layout: insert (period_ms, slots) = (" + layout.period().toMillis() + ", " + layout.slots()
+            + ") before the block that"
             + " creates the slot partitions, as the migration's header says (window " + layout.window() + ", periods "
             + layout.periods() + ")")))
-        .flatMap(found -> found[0] == layout.period().toMillis() && found[1] == layout.slots() ? Mono.<Void>empty()
-            : Mono.<Void>error(new IllegalStateException("the rotating inbox " + table + " was created with a period of " + found[0]
-                + " ms and " + found[1] + " slots, but is configured with " + layout.period().toMillis() + " ms and " + layout.slots()
-                + " slots (window " + layout.window() + ", periods " + layout.periods() + "); use the original settings or a new table")));
+        .flatMap(found -> found[0] == layout.period().toMillis() && found[1] == layout.slots()
+            ? Mono.<Void>empty()
+            : Mono
+                .<Void>error(new IllegalStateException("the rotating inbox " + table + " was created with a period of " + found[0]
+                    + " ms and " + found[1] + " slots, but is configured with " + layout.period().toMillis() + " ms and "
+                    + layout.slots()
+                    + " slots (window " + layout.window() + ", periods " + layout.periods()
+                    + "); use the original settings or a new table")));
   }
 
   private static String readMigration() {

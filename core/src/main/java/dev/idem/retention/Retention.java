@@ -154,14 +154,16 @@ public final class Retention {
    * windows against the brokers ({@link #verifyWindow()}).
    */
   private Mono<Void> verifyAtStart() {
-    return Flux.fromIterable(targets).filter(t -> t.rotating != null).concatMap(t -> Objects.requireNonNull(t.inbox).verifyLayout()).then(verifyWindow());
+    return Flux.fromIterable(targets).filter(t -> t.rotating != null)
+        .concatMap(t -> Objects.requireNonNull(t.inbox).verifyLayout()).then(verifyWindow());
   }
 
   private Mono<Void> check(Target target, RedeliveryHorizon.Horizon horizon) {
     String problem = switch (horizon.kind()) {
       case BOUNDED -> target.window.compareTo(horizon.duration()) < 0
           ? "is shorter than the broker can redeliver: " + horizon.source() + " = " + horizon.duration()
-              + "; the window must be at least " + horizon.duration() : null;
+              + "; the window must be at least " + horizon.duration()
+          : null;
       case UNBOUNDED -> "cannot cover the broker, which can redeliver at any time: " + horizon.source();
       case UNKNOWN -> {
         log.warn("Retention of {}: the broker sets no readable redelivery bound ({}); make sure the window {} exceeds how long "
@@ -282,42 +284,44 @@ public final class Retention {
           String partition = inbox.slotPartition(slot);
           long start = System.nanoTime();
           return transactions.inTransaction(c -> queryLong(c, "SELECT (extract(epoch FROM now()) * 1000)::bigint")
-                  .flatMap(now -> {
-                    nowSeen[0] = now;
-                    long current = Math.floorDiv(now, period);
-                    long newest = current - Math.floorMod(current - slot, slots); // the newest period this slot can hold
-                    boolean expired = (newest + 1) * period + window <= now;
-                    boolean reusedSoon = (newest + slots) * period - now <= margin;
-                    if (newest == current || !expired || reusedSoon) {
-                      return queryLong(c, "SELECT count(*) FROM (SELECT 1 FROM " + partition + " LIMIT 1) AS any_row")
-                          .doOnNext(any -> {
-                            if (any > 0) {
-                              oldestStart[0] = Math.min(oldestStart[0], newest * period);
-                            }
-                          })
-                          .thenReturn(-1L);
-                    }
-                    long reusedAt = (newest + slots) * period; // the start of the slot's next period
-                    return queryLong(c, "SELECT count(*) FROM (SELECT 1 FROM " + partition + " LIMIT 1) AS any_row")
-                        .flatMap(any -> any == 0 ? Mono.just(-1L)
-                            : queryLong(c, "SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = '" + partition + "'::regclass")
-                                .flatMap(estimate -> execute(c, "LOCK TABLE " + partition + " IN ACCESS EXCLUSIVE MODE")
-                                    // The decision above used the transaction's start time; the statements since and the
-                                    // lock wait may have run into the slot's next period, in which consumers record new
-                                    // ids in it. With the lock held, every row in the slot was committed before this
-                                    // clock reading, so only a reading before the next period proves none is new.
-                                    .then(queryLong(c, "SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint"))
-                                    .flatMap(locked -> {
-                                      if (locked < reusedAt) {
-                                        return execute(c, "TRUNCATE " + partition).thenReturn(estimate);
-                                      }
-                                      skipped[0]++;
-                                      log.warn("Retention of {}: slot {} was due to be emptied but its lock was granted {} ms after "
-                                          + "its next period began; it is kept with the ids recorded in it since (its old ids stay "
-                                          + "one more cycle, never shorter)", inbox.table(), partition, locked - reusedAt);
-                                      return Mono.just(-1L);
-                                    })));
-                  }))
+              .flatMap(now -> {
+                nowSeen[0] = now;
+                long current = Math.floorDiv(now, period);
+                long newest = current - Math.floorMod(current - slot, slots); // the newest period this slot can hold
+                boolean expired = (newest + 1) * period + window <= now;
+                boolean reusedSoon = (newest + slots) * period - now <= margin;
+                if (newest == current || !expired || reusedSoon) {
+                  return queryLong(c, "SELECT count(*) FROM (SELECT 1 FROM " + partition + " LIMIT 1) AS any_row")
+                      .doOnNext(any -> {
+                        if (any > 0) {
+                          oldestStart[0] = Math.min(oldestStart[0], newest * period);
+                        }
+                      })
+                      .thenReturn(-1L);
+                }
+                long reusedAt = (newest + slots) * period; // the start of the slot's next period
+                return queryLong(c, "SELECT count(*) FROM (SELECT 1 FROM " + partition + " LIMIT 1) AS any_row")
+                    .flatMap(any -> any == 0
+                        ? Mono.just(-1L)
+                        : queryLong(c,
+                            "SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = '" + partition + "'::regclass")
+                            .flatMap(estimate -> execute(c, "LOCK TABLE " + partition + " IN ACCESS EXCLUSIVE MODE")
+                                // The decision above used the transaction's start time; the statements since and the
+                                // lock wait may have run into the slot's next period, in which consumers record new
+                                // ids in it. With the lock held, every row in the slot was committed before this
+                                // clock reading, so only a reading before the next period proves none is new.
+                                .then(queryLong(c, "SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint"))
+                                .flatMap(locked -> {
+                                  if (locked < reusedAt) {
+                                    return execute(c, "TRUNCATE " + partition).thenReturn(estimate);
+                                  }
+                                  skipped[0]++;
+                                  log.warn("Retention of {}: slot {} was due to be emptied but its lock was granted {} ms after "
+                                      + "its next period began; it is kept with the ids recorded in it since (its old ids stay "
+                                      + "one more cycle, never shorter)", inbox.table(), partition, locked - reusedAt);
+                                  return Mono.just(-1L);
+                                })));
+              }))
               .map(estimate -> {
                 if (estimate >= 0) {
                   long took = System.nanoTime() - start;
@@ -337,9 +341,12 @@ public final class Retention {
               });
         })
         .then(Mono.fromSupplier(() -> {
-          Duration age = oldestStart[0] == Long.MAX_VALUE ? Duration.ZERO : Duration.ofMillis(Math.max(0, nowSeen[0] - oldestStart[0]));
+          Duration age = oldestStart[0] == Long.MAX_VALUE
+              ? Duration.ZERO
+              : Duration.ofMillis(Math.max(0, nowSeen[0] - oldestStart[0]));
           metrics.oldestKept(inbox.table(), age);
-          return new CleanupReport.TableReport(inbox.table(), removed[0], batches[0], Duration.ofNanos(longest[0]), age, skipped[0]);
+          return new CleanupReport.TableReport(inbox.table(), removed[0], batches[0], Duration.ofNanos(longest[0]), age,
+              skipped[0]);
         }));
   }
 
@@ -385,7 +392,8 @@ public final class Retention {
 
     @Override
     public String toString() {
-      return table + " (" + (outbox ? "sent outbox rows" : rotating != null ? "rotating inbox" : "inbox") + ", window " + window + ")";
+      return table + " (" + (outbox ? "sent outbox rows" : rotating != null ? "rotating inbox" : "inbox") + ", window " + window
+          + ")";
     }
   }
 
@@ -416,8 +424,9 @@ public final class Retention {
       positive("inbox window", window);
       RotatingLayout layout = inbox.rotatingLayout();
       if (layout != null && window.compareTo(layout.window()) > 0) {
-        throw new IllegalArgumentException("inbox window " + window + " exceeds the window " + layout.window() + " that the rotating inbox "
-            + inbox.table() + " was laid out for; create it with a longer window");
+        throw new IllegalArgumentException(
+            "inbox window " + window + " exceeds the window " + layout.window() + " that the rotating inbox "
+                + inbox.table() + " was laid out for; create it with a longer window");
       }
       targets.add(new Target(inbox.table(), window, inbox.connectionFactory(), false, inbox, layout, true));
       return this;
@@ -552,8 +561,9 @@ public final class Retention {
         if (target.rotating() != null) {
           Duration period = target.rotating().period();
           if (interval.multipliedBy(2).compareTo(period) > 0) {
-            throw new IllegalArgumentException("interval " + interval + " must be at most half the period " + period + " of the rotating inbox "
-                + target.table() + ", so that each slot is emptied before it is reused");
+            throw new IllegalArgumentException(
+                "interval " + interval + " must be at most half the period " + period + " of the rotating inbox "
+                    + target.table() + ", so that each slot is emptied before it is reused");
           }
           if (lockTimeout.multipliedBy(4).compareTo(period) > 0) {
             throw new IllegalArgumentException("lockTimeout " + lockTimeout + " must be at most a quarter of the period " + period

@@ -23,8 +23,7 @@ import reactor.core.publisher.Flux;
  */
 public final class CoreThroughputBenchmark {
 
-  static final String COMMAND =
-      "mvn -q -pl core test-compile exec:java -Dexec.skip=false -Dexec.classpathScope=test -Dexec.mainClass=dev.idem.bench.CoreThroughputBenchmark [-Dmessages=20000]";
+  static final String COMMAND = "mvn -q -pl core test-compile exec:java -Dexec.skip=false -Dexec.classpathScope=test -Dexec.mainClass=dev.idem.bench.CoreThroughputBenchmark [-Dmessages=20000]";
 
   private CoreThroughputBenchmark() {}
 
@@ -36,15 +35,16 @@ public final class CoreThroughputBenchmark {
   public static void main(String[] args) {
     int messages = Integer.getInteger("messages", 20_000);
     PostgresService postgres = PostgresService.get();
-    System.out.println("# Idem core throughput, " + messages + " messages + 10% duplicates per run, PostgreSQL at " + postgres.url());
+    System.out
+        .println("# Idem core throughput, " + messages + " messages + 10% duplicates per run, PostgreSQL at " + postgres.url());
     System.out.println("# command: " + COMMAND);
     System.out.printf("%-10s %11s %6s %10s %12s %14s %10s%n", "ordering", "concurrency", "batch", "seconds", "messages/s",
         "cpu s/1000 msg", "effects");
     for (Ordering ordering : List.of(Ordering.UNORDERED, Ordering.BY_KEY)) {
-      for (int concurrency : new int[] {1, 4, 8, 16}) {
+      for (int concurrency : new int[]{1, 4, 8, 16}) {
         run(postgres, messages, ordering, concurrency, 1);
       }
-      for (int batch : new int[] {16, 64, 256}) {
+      for (int batch : new int[]{16, 64, 256}) {
         run(postgres, messages, ordering, 4, batch);
       }
     }
@@ -67,7 +67,8 @@ public final class CoreThroughputBenchmark {
       Handler<Integer> credit = (account, tx) -> tx.sql("UPDATE " + accounts + " SET balance = balance + 1 WHERE id = $1")
           .bind(0, account).execute();
       IdempotentConsumer<Integer> consumer = IdempotentConsumer.<Integer>named("bench").inbox(inbox).handler(credit)
-          .ordering(ordering).concurrency(concurrency).maxBatchSize(batch).prefetch(Math.max(64, concurrency * Math.max(4, batch))).build();
+          .ordering(ordering).concurrency(concurrency).maxBatchSize(batch)
+          .prefetch(Math.max(64, concurrency * Math.max(4, batch))).build();
       Flux<TestDelivery<Integer>> source = Flux.range(0, messages + messages / 10)
           .map(i -> i < messages ? i : (i - messages) * 10) // the tail repeats every tenth id
           .map(i -> TestDelivery.keyed("m-" + i, "k-" + (i % 1000), i % 1000));

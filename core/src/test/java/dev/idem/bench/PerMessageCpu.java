@@ -154,7 +154,8 @@ public final class PerMessageCpu {
       }
       int total = messages + messages / 10;
       if (print) {
-        System.out.printf(Locale.ROOT, "%s %s c%d p%d b%d msgs=%d msg/s=%.0f cpu_ms/msg=%.4f pg_cpu_ms/msg=%.4f load=%s%n", label, ordering,
+        System.out.printf(Locale.ROOT, "%s %s c%d p%d b%d msgs=%d msg/s=%.0f cpu_ms/msg=%.4f pg_cpu_ms/msg=%.4f load=%s%n", label,
+            ordering,
             concurrency, prefetch, batch, total, total / seconds, cpu * 1000 / total, pg * 1000 / total, load());
       }
     } finally {
@@ -181,12 +182,15 @@ public final class PerMessageCpu {
           "INSERT INTO " + accounts + " SELECT g, 0 FROM generate_series(0, 999) g");
       String update = "UPDATE " + accounts + " SET balance = balance + $1 WHERE id = $2";
       String insert = "INSERT INTO " + inbox.table() + " (consumer, message_id) VALUES ($1, $2) ON CONFLICT DO NOTHING";
-      String begin = Boolean.getBoolean("raw.plainBegin") ? "BEGIN"
+      String begin = Boolean.getBoolean("raw.plainBegin")
+          ? "BEGIN"
           : "BEGIN;" + dev.idem.ServerTimeouts.derivedFrom(IdempotentConsumer.DEFAULT_TRANSACTION_TIMEOUT).setLocalSql();
       boolean pipeline = Boolean.getBoolean("raw.pipeline");
-      String insertMany = "INSERT INTO " + inbox.table() + " (consumer, message_id) SELECT $1, id FROM unnest($2::text[]) AS ids(id)"
+      String insertMany = "INSERT INTO " + inbox.table()
+          + " (consumer, message_id) SELECT $1, id FROM unnest($2::text[]) AS ids(id)"
           + " ORDER BY id ON CONFLICT DO NOTHING RETURNING message_id";
-      java.util.List<io.r2dbc.spi.Connection> connections = Flux.range(0, concurrency).flatMap(i -> pool.create()).collectList().block();
+      java.util.List<io.r2dbc.spi.Connection> connections = Flux.range(0, concurrency).flatMap(i -> pool.create()).collectList()
+          .block();
       java.util.List<java.util.List<Integer>> lanes = new java.util.ArrayList<>();
       for (int i = 0; i < concurrency; i++) {
         lanes.add(new java.util.ArrayList<>());
@@ -205,7 +209,8 @@ public final class PerMessageCpu {
           return Flux.fromIterable(lanes.get(lane)).buffer(batch).concatMap(ids -> rawBatch(c, begin, insertMany, update, ids));
         }
         return Flux.fromIterable(lanes.get(lane)).concatMap(id -> {
-          Mono<Long> b = Flux.from(c.createStatement(begin).execute()).concatMap(io.r2dbc.spi.Result::getRowsUpdated).then(Mono.just(0L));
+          Mono<Long> b = Flux.from(c.createStatement(begin).execute()).concatMap(io.r2dbc.spi.Result::getRowsUpdated)
+              .then(Mono.just(0L));
           Mono<Long> in = Flux.from(c.createStatement(insert).bind(0, "cpu").bind(1, "m-" + id).execute())
               .concatMap(io.r2dbc.spi.Result::getRowsUpdated).reduce(0L, Long::sum);
           return (pipeline ? Mono.zip(b, in, (x, y) -> y) : b.then(in))
@@ -225,7 +230,8 @@ public final class PerMessageCpu {
       }
       int total = messages + messages / 10;
       if (print) {
-        System.out.printf(Locale.ROOT, "%s RAW c%d b%d msgs=%d msg/s=%.0f cpu_ms/msg=%.4f pg_cpu_ms/msg=%.4f load=%s%n", label, concurrency, batch,
+        System.out.printf(Locale.ROOT, "%s RAW c%d b%d msgs=%d msg/s=%.0f cpu_ms/msg=%.4f pg_cpu_ms/msg=%.4f load=%s%n", label,
+            concurrency, batch,
             total, total / seconds, cpu * 1000 / total, pg * 1000 / total, load());
       }
     } finally {

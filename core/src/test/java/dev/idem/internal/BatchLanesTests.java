@@ -79,7 +79,8 @@ class BatchLanesTests {
     assertThat(batches.formed).containsExactly(List.of(new Item("a", 1)), List.of(new Item("b", 1)));
     batches.release(0);
     assertThat(batches.formed).hasSize(3);
-    assertThat(batches.formed.get(2)).as("a's later items, after a1, on its lane").containsExactly(new Item("a", 2), new Item("a", 3));
+    assertThat(batches.formed.get(2)).as("a's later items, after a1, on its lane").containsExactly(new Item("a", 2),
+        new Item("a", 3));
     batches.release(2);
     batches.release(1);
     assertThat(results).containsExactly(new Item("a", 1), new Item("a", 2), new Item("a", 3), new Item("b", 1));
@@ -105,7 +106,8 @@ class BatchLanesTests {
     submit(lanes, "c", 1); // c is nobody's: waits for the first lane to form a batch
     batches.release(1);
     assertThat(batches.formed).hasSize(3);
-    assertThat(batches.formed.get(2)).as("lane 1's next batch, while a1 still runs").containsExactly(new Item("b", 2), new Item("c", 1));
+    assertThat(batches.formed.get(2)).as("lane 1's next batch, while a1 still runs").containsExactly(new Item("b", 2),
+        new Item("c", 1));
     batches.release(2);
     assertThat(results).containsExactly(new Item("b", 1), new Item("b", 2), new Item("c", 1));
     batches.release(0);
@@ -164,7 +166,8 @@ class BatchLanesTests {
       batches.release(batch);
     }
     assertThat(batches.formed).as("oldest first across the lane's queue and the shared one")
-        .containsExactly(List.of(new Item("a", 1)), List.of(new Item("a", 2)), List.of(new Item("b", 1)), List.of(new Item("a", 3)));
+        .containsExactly(List.of(new Item("a", 1)), List.of(new Item("a", 2)), List.of(new Item("b", 1)),
+            List.of(new Item("a", 3)));
   }
 
   @Test
@@ -173,7 +176,8 @@ class BatchLanesTests {
     submit(lanes, null, 1);
     submit(lanes, null, 2);
     submit(lanes, null, 3);
-    assertThat(batches.formed).containsExactly(List.of(new Item(null, 1)), List.of(new Item(null, 2)), List.of(new Item(null, 3)));
+    assertThat(batches.formed).containsExactly(List.of(new Item(null, 1)), List.of(new Item(null, 2)),
+        List.of(new Item(null, 3)));
   }
 
   @Test
@@ -184,7 +188,8 @@ class BatchLanesTests {
     }
     assertThat(batches.formed).hasSize(2);
     batches.release(1);
-    assertThat(batches.formed.get(2)).as("the next batch of the lane that ended first").containsExactly(new Item(null, 3), new Item(null, 4),
+    assertThat(batches.formed.get(2)).as("the next batch of the lane that ended first").containsExactly(new Item(null, 3),
+        new Item(null, 4),
         new Item(null, 5));
     batches.release(2);
     assertThat(batches.formed.get(3)).containsExactly(new Item(null, 6));
@@ -246,7 +251,8 @@ class BatchLanesTests {
           .thenMany(Flux.fromIterable(items))
           .doOnTerminate(running::decrementAndGet); // before the lane hears of the end and forms its next batch
     });
-    BatchLanes<Item, Item> lanes = new BatchLanes<>(lanesCount, 8, Duration.ZERO, Item::key, processor, item -> item, abandoned::add, GroupCommit.OFF);
+    BatchLanes<Item, Item> lanes = new BatchLanes<>(lanesCount, 8, Duration.ZERO, Item::key, processor, item -> item,
+        abandoned::add, GroupCommit.OFF);
     int total = 5_000;
     List<Item> ended = Flux.range(0, total)
         .map(n -> new Item(n % 7 == 0 ? null : "k" + n % 13, n))

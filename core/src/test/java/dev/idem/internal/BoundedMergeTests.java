@@ -23,7 +23,7 @@ class BoundedMergeTests {
   @Test
   void emitsEveryValueAndSkipsEmptySteps() {
     StepVerifier.create(BoundedMerge.merge(Flux.range(1, 1000), i -> i % 3 == 0 ? Mono.<Integer>empty() : Mono.just(i), 7)
-            .collectList())
+        .collectList())
         .assertNext(values -> assertThat(values).hasSize(667).doesNotContain(3, 6, 999).contains(1, 2, 1000))
         .verifyComplete();
   }
@@ -58,8 +58,9 @@ class BoundedMergeTests {
     AtomicBoolean otherCancelled = new AtomicBoolean();
     AtomicBoolean upstreamCancelled = new AtomicBoolean();
     Flux<Integer> items = Flux.range(0, 100).doOnCancel(() -> upstreamCancelled.set(true));
-    StepVerifier.create(BoundedMerge.merge(items, i -> i == 0 ? Mono.<Integer>never().doOnCancel(() -> otherCancelled.set(true))
-            : i == 1 ? Mono.<Integer>error(new IllegalStateException("boom")) : Mono.<Integer>never(), 4))
+    StepVerifier.create(BoundedMerge.merge(items, i -> i == 0
+        ? Mono.<Integer>never().doOnCancel(() -> otherCancelled.set(true))
+        : i == 1 ? Mono.<Integer>error(new IllegalStateException("boom")) : Mono.<Integer>never(), 4))
         .expectErrorMessage("boom")
         .verify(Duration.ofSeconds(5));
     assertThat(otherCancelled).isTrue();
@@ -71,7 +72,8 @@ class BoundedMergeTests {
     StepVerifier.create(BoundedMerge.merge(Flux.range(0, 10), i -> {
       throw new IllegalArgumentException("bad step");
     }, 4)).expectErrorMessage("bad step").verify(Duration.ofSeconds(5));
-    StepVerifier.create(BoundedMerge.merge(Flux.concat(Flux.just(1), Flux.error(new IllegalStateException("upstream"))), Mono::just, 4))
+    StepVerifier
+        .create(BoundedMerge.merge(Flux.concat(Flux.just(1), Flux.error(new IllegalStateException("upstream"))), Mono::just, 4))
         .expectNext(1)
         .expectErrorMessage("upstream")
         .verify(Duration.ofSeconds(5));
@@ -80,7 +82,8 @@ class BoundedMergeTests {
   @Test
   void cancellingCancelsTheRunningSteps() {
     AtomicInteger cancelled = new AtomicInteger();
-    StepVerifier.create(BoundedMerge.merge(Flux.range(0, 100), i -> Mono.<Integer>never().doOnCancel(cancelled::incrementAndGet), 8))
+    StepVerifier
+        .create(BoundedMerge.merge(Flux.range(0, 100), i -> Mono.<Integer>never().doOnCancel(cancelled::incrementAndGet), 8))
         .thenAwait(Duration.ofMillis(10))
         .thenCancel()
         .verify(Duration.ofSeconds(5));

@@ -14,7 +14,8 @@ class IdentifiersTests {
 
     assertThatThrownBy(() -> Identifiers.requireRoomForDerivedNames("table", table, List.of("_key_idx", "_processed_at_idx")))
         .isInstanceOf(IllegalArgumentException.class)
-        .hasMessage("table '" + table + "' is too long: the name " + table + "_processed_at_idx derived from it would be 64 bytes,"
+        .hasMessage("table '" + table + "' is too long: the name " + table
+            + "_processed_at_idx derived from it would be 64 bytes,"
             + " over PostgreSQL's identifier limit of 63 bytes (PostgreSQL would truncate it, and truncated names can collide)."
             + " Use a table name of at most 46 characters (not counting a schema), was 47");
   }
@@ -27,7 +28,8 @@ class IdentifiersTests {
     assertThat(Identifiers.requireRoomForDerivedNames("table", longest, List.of("_processed_at_idx"))).isEqualTo(longest);
     assertThat(Identifiers.requireRoomForDerivedNames("table", schema + "." + longest, List.of("_processed_at_idx")))
         .isEqualTo(schema + "." + longest);
-    assertThatThrownBy(() -> Identifiers.requireRoomForDerivedNames("table", schema + ".t" + longest, List.of("_processed_at_idx")))
+    assertThatThrownBy(
+        () -> Identifiers.requireRoomForDerivedNames("table", schema + ".t" + longest, List.of("_processed_at_idx")))
         .hasMessageContaining("the name t" + longest + "_processed_at_idx derived from it would be 64 bytes");
   }
 
@@ -35,8 +37,10 @@ class IdentifiersTests {
   void withoutDerivedNamesOnlyTheIdentifierRuleApplies() {
     String longest = "t".repeat(63);
 
-    assertThat(Identifiers.requireRoomForDerivedNames("table", Identifiers.requireSqlIdentifier("table", longest), List.of())).isEqualTo(longest);
-    assertThatThrownBy(() -> Identifiers.requireSqlIdentifier("table", longest + "t")).hasMessageContaining("at most 63 characters");
+    assertThat(Identifiers.requireRoomForDerivedNames("table", Identifiers.requireSqlIdentifier("table", longest), List.of()))
+        .isEqualTo(longest);
+    assertThatThrownBy(() -> Identifiers.requireSqlIdentifier("table", longest + "t"))
+        .hasMessageContaining("at most 63 characters");
   }
 
   @Test

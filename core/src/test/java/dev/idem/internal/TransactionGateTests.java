@@ -56,7 +56,7 @@ class TransactionGateTests {
   void anErrorEndsTheWorkAndOpensTheGate() {
     Sinks.Empty<Void> b = Sinks.empty();
     List<Throwable> errors = new CopyOnWriteArrayList<>();
-    gate.run(true, Mono.error(new IllegalStateException("deadlock"))).subscribe(v -> { }, errors::add);
+    gate.run(true, Mono.error(new IllegalStateException("deadlock"))).subscribe(v -> {}, errors::add);
     gate.run(false, work("b", b)).subscribe();
 
     assertThat(errors).hasSize(1);

@@ -28,10 +28,11 @@ class OutboxRecordTests {
   @Test
   void outboxTableNameIsValidatedAsAnIdentifier() {
     io.r2dbc.spi.ConnectionFactory none = io.r2dbc.spi.ConnectionFactories.get("r2dbc:postgresql://nobody@127.0.0.1:1/none");
-    assertThatThrownBy(() -> PostgresOutbox.create(none, "outbox; DROP TABLE x")).hasMessageContaining("table must be a plain SQL identifier");
-    assertThat(PostgresOutbox.create(none, "billing.outbox").schemaStatements()).anySatisfy(sql ->
-        assertThat(sql).startsWith("CREATE TABLE IF NOT EXISTS billing.outbox ("));
-    assertThat(PostgresOutbox.create(none, "billing.outbox").schemaStatements()).anySatisfy(sql ->
-        assertThat(sql).startsWith("CREATE INDEX IF NOT EXISTS outbox_pending_idx ON billing.outbox (seq)"));
+    assertThatThrownBy(() -> PostgresOutbox.create(none, "outbox; DROP TABLE x"))
+        .hasMessageContaining("table must be a plain SQL identifier");
+    assertThat(PostgresOutbox.create(none, "billing.outbox").schemaStatements())
+        .anySatisfy(sql -> assertThat(sql).startsWith("CREATE TABLE IF NOT EXISTS billing.outbox ("));
+    assertThat(PostgresOutbox.create(none, "billing.outbox").schemaStatements())
+        .anySatisfy(sql -> assertThat(sql).startsWith("CREATE INDEX IF NOT EXISTS outbox_pending_idx ON billing.outbox (seq)"));
   }
 }

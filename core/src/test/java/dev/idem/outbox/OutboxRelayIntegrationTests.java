@@ -70,7 +70,7 @@ class OutboxRelayIntegrationTests {
   }
 
   private Disposable start(OutboxRelay relay) {
-    Disposable d = relay.run().subscribe(m -> { }, e -> System.err.println("relay failed: " + e));
+    Disposable d = relay.run().subscribe(m -> {}, e -> System.err.println("relay failed: " + e));
     running.add(d);
     return d;
   }
@@ -89,7 +89,8 @@ class OutboxRelayIntegrationTests {
     await().atMost(TIMEOUT).until(() -> rows("SENT") == 300);
     assertThat(destination.confirmationsById.keySet()).containsExactlyInAnyOrderElementsOf(ids);
     assertThat(destination.confirmationsById.values()).allSatisfy(n -> assertThat(n.get()).isEqualTo(1));
-    assertThat(postgres.count("SELECT count(*) FROM " + outbox.table() + " WHERE attempts = 1 AND sent_at IS NOT NULL")).isEqualTo(300);
+    assertThat(postgres.count("SELECT count(*) FROM " + outbox.table() + " WHERE attempts = 1 AND sent_at IS NOT NULL"))
+        .isEqualTo(300);
     assertThat(destination.confirmed.get(0).payload()).isNotEmpty();
   }
 
@@ -156,7 +157,8 @@ class OutboxRelayIntegrationTests {
     RecordingPublisher destination = new RecordingPublisher()
         .failWhen(m -> m.attempt() <= 3 ? new IOException("destination down (attempt " + m.attempt() + ")") : null);
 
-    start(OutboxRelay.builder(outbox, destination).backoff(Duration.ofMillis(20), Duration.ofMillis(100)).maxAttempts(10).build());
+    start(
+        OutboxRelay.builder(outbox, destination).backoff(Duration.ofMillis(20), Duration.ofMillis(100)).maxAttempts(10).build());
 
     await().atMost(TIMEOUT).until(() -> rows("SENT") == 1);
     assertThat(destination.attempts(ids.get(0))).isEqualTo(4);
@@ -175,7 +177,8 @@ class OutboxRelayIntegrationTests {
         OutboxRecord.to("dest").key("customer-2").payload("other key").build()));
     AtomicReference<Boolean> destinationFixed = new AtomicReference<>(false);
     RecordingPublisher destination = new RecordingPublisher()
-        .failWhen(m -> m.id().equals(ids.get(0)) && !destinationFixed.get() ? new IOException("rejected by the destination") : null);
+        .failWhen(
+            m -> m.id().equals(ids.get(0)) && !destinationFixed.get() ? new IOException("rejected by the destination") : null);
 
     start(OutboxRelay.builder(outbox, destination).backoff(Duration.ofMillis(20), Duration.ofMillis(50)).maxAttempts(3)
         .pollInterval(Duration.ofMillis(200)).statsInterval(Duration.ofMillis(100))
@@ -211,8 +214,10 @@ class OutboxRelayIntegrationTests {
     RecordingPublisher destination = new RecordingPublisher().latency(Duration.ofMillis(2));
     PostgresOutbox sameTableOtherPool = PostgresOutbox.create(pool(4), outbox.table());
 
-    start(OutboxRelay.builder(outbox, destination).name("relay-a").ordering(RelayOrdering.UNORDERED).workers(2).batchSize(25).build());
-    start(OutboxRelay.builder(sameTableOtherPool, destination).name("relay-b").ordering(RelayOrdering.UNORDERED).workers(2).batchSize(25).build());
+    start(OutboxRelay.builder(outbox, destination).name("relay-a").ordering(RelayOrdering.UNORDERED).workers(2).batchSize(25)
+        .build());
+    start(OutboxRelay.builder(sameTableOtherPool, destination).name("relay-b").ordering(RelayOrdering.UNORDERED).workers(2)
+        .batchSize(25).build());
 
     await().atMost(TIMEOUT).until(() -> rows("SENT") == n);
     assertThat(destination.confirmationsById).hasSize(n).containsOnlyKeys(ids);

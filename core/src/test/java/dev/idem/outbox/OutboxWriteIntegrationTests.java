@@ -50,7 +50,8 @@ class OutboxWriteIntegrationTests {
 
   @AfterEach
   void tearDown() {
-    postgres.execute("DROP TABLE IF EXISTS " + effects, "DROP TABLE IF EXISTS " + inbox.table(), "DROP TABLE IF EXISTS " + outbox.table());
+    postgres.execute("DROP TABLE IF EXISTS " + effects, "DROP TABLE IF EXISTS " + inbox.table(),
+        "DROP TABLE IF EXISTS " + outbox.table());
     pool.dispose();
   }
 
@@ -96,7 +97,9 @@ class OutboxWriteIntegrationTests {
   void failedTransactionLeavesNoOutboxRowAndItsRetryWritesOne() {
     AtomicInteger attempts = new AtomicInteger();
     Handler<Integer> failsAfterWritingOnce = (amount, tx) -> writeRefund(amount, tx)
-        .then(Mono.defer(() -> attempts.incrementAndGet() == 1 ? Mono.error(new IllegalStateException("boom after the outbox row")) : Mono.empty()));
+        .then(Mono.defer(() -> attempts.incrementAndGet() == 1
+            ? Mono.error(new IllegalStateException("boom after the outbox row"))
+            : Mono.empty()));
 
     List<Outcome<Integer>> outcomes = IdempotentConsumer.<Integer>named(consumer).inbox(inbox).handler(h(failsAfterWritingOnce))
         .retry(FAST_RETRY).build()
@@ -128,7 +131,8 @@ class OutboxWriteIntegrationTests {
 
     List<Outcome<Integer>> outcomes = IdempotentConsumer.<Integer>named(consumer).inbox(inbox)
         .batchHandler((items, tx) -> Flux.fromIterable(items).concatMap(item -> tx.outbox(outbox,
-            OutboxRecord.to("notifications").id(item.messageId() + "/notification").payload(new byte[] {item.payload().byteValue()}).build())))
+            OutboxRecord.to("notifications").id(item.messageId() + "/notification")
+                .payload(new byte[]{item.payload().byteValue()}).build())))
         .maxBatchSize(16).retry(FAST_RETRY).build()
         .process(Flux.fromIterable(deliveries)).collectList().block(TIMEOUT);
 

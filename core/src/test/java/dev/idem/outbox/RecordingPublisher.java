@@ -40,7 +40,9 @@ final class RecordingPublisher implements OutboxPublisher {
   public Mono<Void> publish(OutboxMessage message) {
     return Mono.defer(() -> {
       attemptsById.computeIfAbsent(message.id(), id -> new AtomicInteger()).incrementAndGet();
-      AtomicInteger inFlight = message.key() == null ? new AtomicInteger() : inFlightByKey.computeIfAbsent(message.key(), k -> new AtomicInteger());
+      AtomicInteger inFlight = message.key() == null
+          ? new AtomicInteger()
+          : inFlightByKey.computeIfAbsent(message.key(), k -> new AtomicInteger());
       mostInFlightForOneKey.accumulateAndGet(inFlight.incrementAndGet(), Math::max);
       return Mono.delay(latency)
           .then(Mono.defer(() -> {

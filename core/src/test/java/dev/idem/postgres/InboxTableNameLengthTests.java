@@ -22,7 +22,8 @@ class InboxTableNameLengthTests {
 
     assertThatThrownBy(() -> PostgresInbox.create(unused, table))
         .isInstanceOf(IllegalArgumentException.class)
-        .hasMessage("table '" + table + "' is too long: the name " + table + "_processed_at_idx derived from it would be 64 bytes,"
+        .hasMessage("table '" + table + "' is too long: the name " + table
+            + "_processed_at_idx derived from it would be 64 bytes,"
             + " over PostgreSQL's identifier limit of 63 bytes (PostgreSQL would truncate it, and truncated names can collide)."
             + " Use a table name of at most 46 characters (not counting a schema), was 47");
   }
@@ -43,7 +44,8 @@ class InboxTableNameLengthTests {
     String plain = "p".repeat(PostgresInbox.MAX_TABLE_NAME_LENGTH);
     String rotating = "r".repeat(PostgresInbox.MAX_ROTATING_TABLE_NAME_LENGTH);
 
-    assertThat(longestName(PostgresInbox.create(unused, plain).schemaStatements(), plain)).isEqualTo(plain + "_processed_at_idx").hasSize(63);
+    assertThat(longestName(PostgresInbox.create(unused, plain).schemaStatements(), plain)).isEqualTo(plain + "_processed_at_idx")
+        .hasSize(63);
     PostgresInbox inbox = PostgresInbox.rotating(unused, rotating, Duration.ofHours(1), 1_000);
     assertThat(longestName(inbox.schemaStatements(), rotating)).hasSize(63);
     assertThat(inbox.slotPartition(inbox.rotatingLayout().slots() - 1)).isEqualTo(rotating + "_p1001").hasSizeLessThan(63);
@@ -53,7 +55,8 @@ class InboxTableNameLengthTests {
   void theSchemaDoesNotCount() {
     String schema = "s".repeat(63);
 
-    assertThat(PostgresInbox.create(unused, schema + "." + "p".repeat(PostgresInbox.MAX_TABLE_NAME_LENGTH)).table()).startsWith(schema + ".");
+    assertThat(PostgresInbox.create(unused, schema + "." + "p".repeat(PostgresInbox.MAX_TABLE_NAME_LENGTH)).table())
+        .startsWith(schema + ".");
     assertThatThrownBy(() -> PostgresInbox.create(unused, schema + "." + "p".repeat(PostgresInbox.MAX_TABLE_NAME_LENGTH + 1)))
         .hasMessageContaining("at most 46 characters (not counting a schema)");
   }

@@ -50,7 +50,8 @@ class PipelinedRecordIntegrationTests {
     if (inbox != null) {
       postgres.execute("DROP TABLE IF EXISTS " + inbox.table() + " CASCADE");
       if (inbox.rotatingLayout() != null) {
-        postgres.execute("DROP TABLE IF EXISTS " + inbox.table() + "_layout", "DROP FUNCTION IF EXISTS " + inbox.table() + "_record(text, text[])");
+        postgres.execute("DROP TABLE IF EXISTS " + inbox.table() + "_layout",
+            "DROP FUNCTION IF EXISTS " + inbox.table() + "_record(text, text[])");
       }
     }
     pool.dispose();
@@ -103,10 +104,12 @@ class PipelinedRecordIntegrationTests {
     try {
       String begin = "BEGIN; SET LOCAL idem.in_transaction = 'on';";
 
-      Boolean first = Mono.zip(execute(connection, begin).thenReturn(true), inbox.recordPipelined(connection, "c", "m-1"), (b, r) -> r)
+      Boolean first = Mono
+          .zip(execute(connection, begin).thenReturn(true), inbox.recordPipelined(connection, "c", "m-1"), (b, r) -> r)
           .block(TIMEOUT);
       execute(connection, "COMMIT").block(TIMEOUT);
-      Boolean again = Mono.zip(execute(connection, begin).thenReturn(true), inbox.recordPipelined(connection, "c", "m-1"), (b, r) -> r)
+      Boolean again = Mono
+          .zip(execute(connection, begin).thenReturn(true), inbox.recordPipelined(connection, "c", "m-1"), (b, r) -> r)
           .block(TIMEOUT);
       execute(connection, "COMMIT").block(TIMEOUT);
 
@@ -117,7 +120,8 @@ class PipelinedRecordIntegrationTests {
           inbox.recordAllPipelined(connection, "c", List.of("m-1", "m-3", "m-4", "m-3")), (b, r) -> r).block(TIMEOUT);
       execute(connection, "COMMIT").block(TIMEOUT);
       assertThat(many).containsExactlyInAnyOrder("m-3", "m-4");
-      assertThatThrownBy(() -> inbox.recordAllPipelined(connection, "c", List.of("m-5")).block(TIMEOUT)).isInstanceOf(R2dbcException.class);
+      assertThatThrownBy(() -> inbox.recordAllPipelined(connection, "c", List.of("m-5")).block(TIMEOUT))
+          .isInstanceOf(R2dbcException.class);
       assertThat(rows("m-5")).isZero();
       // After COMMIT the setting is gone: on the same session, outside a transaction, the insert fails.
       assertThatThrownBy(() -> inbox.recordPipelined(connection, "c", "m-2").block(TIMEOUT)).isInstanceOf(R2dbcException.class);

@@ -111,9 +111,11 @@ class TableNameLengthIntegrationTests {
 
     assertThat(relations("r")).contains(base + "_layout");
     assertThat(base + "_layout").hasSize(63);
-    assertThat(postgres.column("SELECT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = $1", schema))
+    assertThat(postgres
+        .column("SELECT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = $1", schema))
         .containsExactly(base + "_record");
-    assertThat(postgres.count("SELECT count(*) FROM pg_inherits WHERE inhparent = $1::regclass", schema + "." + base)).isEqualTo(slots);
+    assertThat(postgres.count("SELECT count(*) FROM pg_inherits WHERE inhparent = $1::regclass", schema + "." + base))
+        .isEqualTo(slots);
     for (int slot = 0; slot < slots; slot++) {
       assertThat(postgres.count("SELECT count(*) FROM pg_inherits WHERE inhparent = $1::regclass AND inhrelid = $2::regclass",
           schema + "." + base, inbox.slotPartition(slot))).as("partition of slot %d", slot).isEqualTo(1);

@@ -33,7 +33,7 @@ final class Interleaving implements RetentionMetrics {
       public void transaction(Delivery<?> delivery, Duration duration, boolean committed) {
         timing.transaction(delivery, duration, committed);
         if (committed) {
-          transactions.add(new long[] {started.getOrDefault(delivery.id(), 0L), clock.incrementAndGet()});
+          transactions.add(new long[]{started.getOrDefault(delivery.id(), 0L), clock.incrementAndGet()});
         }
       }
     };

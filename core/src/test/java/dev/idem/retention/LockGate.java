@@ -55,23 +55,25 @@ final class LockGate implements ConnectionFactory {
   }
 
   private Connection gated(Connection connection) {
-    return (Connection) Proxy.newProxyInstance(Connection.class.getClassLoader(), new Class<?>[] {Connection.class}, (proxy, method, args) -> {
-      Object result = invoke(connection, method, args);
-      if (method.getName().equals("createStatement") && ((String) args[0]).startsWith("LOCK TABLE ")) {
-        return gatedStatement((Statement) result, ((String) args[0]).split(" ")[2]);
-      }
-      return result;
-    });
+    return (Connection) Proxy.newProxyInstance(Connection.class.getClassLoader(), new Class<?>[]{Connection.class},
+        (proxy, method, args) -> {
+          Object result = invoke(connection, method, args);
+          if (method.getName().equals("createStatement") && ((String) args[0]).startsWith("LOCK TABLE ")) {
+            return gatedStatement((Statement) result, ((String) args[0]).split(" ")[2]);
+          }
+          return result;
+        });
   }
 
   private Statement gatedStatement(Statement statement, String partition) {
-    return (Statement) Proxy.newProxyInstance(Statement.class.getClassLoader(), new Class<?>[] {Statement.class}, (proxy, method, args) -> {
-      if (method.getName().equals("execute") && armed && held.compareAndSet(null, partition)) {
-        CompletableFuture<Void> gateOpen = released;
-        return Mono.fromFuture(gateOpen).thenMany(Flux.defer(statement::execute));
-      }
-      return invoke(statement, method, args);
-    });
+    return (Statement) Proxy.newProxyInstance(Statement.class.getClassLoader(), new Class<?>[]{Statement.class},
+        (proxy, method, args) -> {
+          if (method.getName().equals("execute") && armed && held.compareAndSet(null, partition)) {
+            CompletableFuture<Void> gateOpen = released;
+            return Mono.fromFuture(gateOpen).thenMany(Flux.defer(statement::execute));
+          }
+          return invoke(statement, method, args);
+        });
   }
 
   private static Object invoke(Object target, Method method, Object[] args) throws Throwable {

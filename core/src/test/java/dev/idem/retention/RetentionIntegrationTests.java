@@ -106,7 +106,8 @@ class RetentionIntegrationTests {
   }
 
   private void insertOldIds(PostgresInbox inbox, int n, String age) {
-    postgres.execute("INSERT INTO " + inbox.table() + " (consumer, message_id, processed_at) SELECT '" + consumer + "', 'old-' || i, now() - interval '"
+    postgres.execute("INSERT INTO " + inbox.table() + " (consumer, message_id, processed_at) SELECT '" + consumer
+        + "', 'old-' || i, now() - interval '"
         + age + "' FROM generate_series(1, " + n + ") AS i");
   }
 
@@ -118,7 +119,8 @@ class RetentionIntegrationTests {
   void tinyWindowRemovesOldIdsInBoundedBatchesAndKeepsYoungOnes() {
     PostgresInbox inbox = plainInbox();
     insertOldIds(inbox, 2_500, "2 hours");
-    consumer(inbox, ConsumerMetrics.NONE).process(Flux.range(0, 50).map(i -> TestDelivery.of("young-" + i, i))).blockLast(TIMEOUT);
+    consumer(inbox, ConsumerMetrics.NONE).process(Flux.range(0, 50).map(i -> TestDelivery.of("young-" + i, i)))
+        .blockLast(TIMEOUT);
     SimpleMeterRegistry registry = new SimpleMeterRegistry();
 
     CleanupReport report = Retention.builder().inbox(inbox, Duration.ofHours(1)).batchSize(1_000)
@@ -154,12 +156,14 @@ class RetentionIntegrationTests {
   void sentOutboxRowsOlderThanTheWindowGoWhilePendingAndParkedRowsStay() {
     PostgresOutbox outbox = PostgresOutbox.create(pool, table("outbox"));
     outbox.createSchemaIfAbsent().block(TIMEOUT);
-    OutboxTesting.write(pool, outbox, IntStream.range(0, 30).mapToObj(i -> OutboxRecord.to("d").payload("p" + i).build()).toList());
+    OutboxTesting.write(pool, outbox,
+        IntStream.range(0, 30).mapToObj(i -> OutboxRecord.to("d").payload("p" + i).build()).toList());
     postgres.execute("UPDATE " + outbox.table() + " SET status = 'SENT', sent_at = now() - interval '3 days' WHERE seq <= 10",
         "UPDATE " + outbox.table() + " SET status = 'SENT', sent_at = now() WHERE seq > 10 AND seq <= 20",
         "UPDATE " + outbox.table() + " SET status = 'PARKED', created_at = now() - interval '9 days' WHERE seq > 25");
 
-    CleanupReport report = Retention.builder().outbox(outbox, Duration.ofDays(1)).batchSize(4).build().cleanupOnce().block(TIMEOUT);
+    CleanupReport report = Retention.builder().outbox(outbox, Duration.ofDays(1)).batchSize(4).build().cleanupOnce()
+        .block(TIMEOUT);
 
     assertThat(report.removed()).isEqualTo(10);
     assertThat(postgres.count("SELECT count(*) FROM " + outbox.table() + " WHERE status = 'SENT'")).isEqualTo(10);
@@ -208,7 +212,8 @@ class RetentionIntegrationTests {
         + "p99 %d ms, median %d ms; longest cleanup batch %d ms; before the cleanup: worst %d ms, p99 %d ms; %d batches, "
         + "longest stretch of consecutive batches without a consumer commit between them: %d%n", pauses.transactions,
         pauses.worst.toMillis(), pauses.p99.toMillis(), pauses.median.toMillis(), pauses.longestBatch.toMillis(),
-        pauses.baselineWorst.toMillis(), pauses.baselineP99.toMillis(), events.batches().size(), events.longestStretchWithoutCommit());
+        pauses.baselineWorst.toMillis(), pauses.baselineP99.toMillis(), events.batches().size(),
+        events.longestStretchWithoutCommit());
     assertThat(inboxRows(inbox, "old-%")).isZero();
     List<Long> batches = events.batches();
     assertThat(events.largestBatch()).as("rows removed by one batch").isLessThanOrEqualTo(2_000);
@@ -234,7 +239,8 @@ class RetentionIntegrationTests {
     pipeline.process(Flux.just(TestDelivery.of("early", 0))).blockLast(TIMEOUT);
     long earlySlot = postgres.count("SELECT slot FROM " + inbox.table() + " WHERE message_id = 'early'");
     Set<String> emptied = ConcurrentHashMap.newKeySet();
-    Retention retention = Retention.builder().inbox(inbox, window).interval(Duration.ofMillis(200)).lockTimeout(Duration.ofMillis(100))
+    Retention retention = Retention.builder().inbox(inbox, window).interval(Duration.ofMillis(200))
+        .lockTimeout(Duration.ofMillis(100))
         .metrics(new RetentionMetrics() {
           @Override
           public void batch(String partition, long removed, Duration took) {
@@ -252,36 +258,46 @@ class RetentionIntegrationTests {
     // taken against clock_timestamp(), read after the statement's snapshot: against now(), a TRUNCATE that
     // committed between the statement's start and its snapshot could look like an id gone too early.
     List<Throwable> watchErrors = new CopyOnWriteArrayList<>();
-    running.add(Flux.interval(Duration.ofMillis(100), Schedulers.boundedElastic()).onBackpressureDrop().concatMap(t -> Mono.fromCallable(() -> postgres.count(
-        "SELECT count(*) FROM " + effects + " e WHERE e.at > clock_timestamp() - make_interval(secs => $1) AND NOT EXISTS (SELECT 1 FROM "
-            + inbox.table() + " p WHERE p.message_id = e.message_id)", (double) window.toSeconds())))
+    running.add(Flux.interval(Duration.ofMillis(100), Schedulers.boundedElastic()).onBackpressureDrop()
+        .concatMap(t -> Mono.fromCallable(() -> postgres.count(
+            "SELECT count(*) FROM " + effects
+                + " e WHERE e.at > clock_timestamp() - make_interval(secs => $1) AND NOT EXISTS (SELECT 1 FROM "
+                + inbox.table() + " p WHERE p.message_id = e.message_id)",
+            (double) window.toSeconds())))
         .subscribe(violations::addAndGet, watchErrors::add));
 
     // The early id is still a duplicate in a later slot, inside the window: a redelivery is new only when it
     // came (by the database's clock) a full window or more after the first delivery, as a stalled test thread can.
-    await().atMost(TIMEOUT).until(() -> postgres.count("SELECT count(*) FROM " + inbox.table() + " WHERE slot <> $1", earlySlot) > 0);
+    await().atMost(TIMEOUT)
+        .until(() -> postgres.count("SELECT count(*) FROM " + inbox.table() + " WHERE slot <> $1", earlySlot) > 0);
     Outcome<Integer> again = pipeline.process(Flux.just(TestDelivery.of("early", 0))).blockLast(TIMEOUT);
     if (again.status() != Outcome.Status.DUPLICATE) {
       assertThat(again.status()).isEqualTo(Outcome.Status.PROCESSED);
-      assertThat(postgres.count("SELECT (extract(epoch FROM max(at) - min(at)) * 1000)::bigint FROM " + effects + " WHERE message_id = 'early'"))
+      assertThat(postgres
+          .count("SELECT (extract(epoch FROM max(at) - min(at)) * 1000)::bigint FROM " + effects + " WHERE message_id = 'early'"))
           .as("ms between the early id and its redelivery that was not a duplicate").isGreaterThanOrEqualTo(window.toMillis());
     }
 
     // Its slot is emptied once its period is older than the window...
-    await().atMost(TIMEOUT).until(() -> postgres.count("SELECT count(*) FROM " + inbox.table() + " WHERE message_id = 'early'") == 0);
+    await().atMost(TIMEOUT)
+        .until(() -> postgres.count("SELECT count(*) FROM " + inbox.table() + " WHERE message_id = 'early'") == 0);
     // ...every slot is emptied in its turn, and the live stream is still processed a full cycle of slots later...
     await().atMost(TIMEOUT).until(() -> emptied.size() == slots);
     String target = "live-" + (sequence.get() + slots * period / 50);
-    await().atMost(TIMEOUT).until(() -> postgres.count("SELECT count(*) FROM " + effects + " WHERE message_id = $1", target) == 1);
+    await().atMost(TIMEOUT)
+        .until(() -> postgres.count("SELECT count(*) FROM " + effects + " WHERE message_id = $1", target) == 1);
     // ...with nothing younger than the window gone missing meanwhile.
     assertThat(watchErrors).isEmpty();
     assertThat(violations).hasValue(0);
     // Right after a period begins, the slot that just became due holds ids until the next run empties it: the
     // window's periods, the current one and that one. Once it is emptied, fewer slots hold ids and none is older
     // than the window plus a period; runs come every 200 ms, so a moment like that comes in every period.
-    await().atMost(TIMEOUT).until(() -> postgres.count("SELECT count(*) FROM (SELECT count(DISTINCT slot) AS slots, min(processed_at) AS oldest FROM "
-        + inbox.table() + ") AS s WHERE s.slots <= $1 AND s.oldest > now() - make_interval(secs => $2)", slots - 1,
-        (double) (window.toMillis() + period) / 1000) == 1);
+    await().atMost(TIMEOUT)
+        .until(() -> postgres.count(
+            "SELECT count(*) FROM (SELECT count(DISTINCT slot) AS slots, min(processed_at) AS oldest FROM "
+                + inbox.table() + ") AS s WHERE s.slots <= $1 AND s.oldest > now() - make_interval(secs => $2)",
+            slots - 1,
+            (double) (window.toMillis() + period) / 1000) == 1);
   }
 
   @Test
@@ -294,13 +310,15 @@ class RetentionIntegrationTests {
     PostgresInbox inbox = rotatingInbox(gate, window, 3); // period 1 s, 5 slots
     long period = inbox.rotatingLayout().period().toMillis();
     int slots = inbox.rotatingLayout().slots();
-    Retention retention = Retention.builder().inbox(inbox, window).interval(Duration.ofMillis(200)).lockTimeout(Duration.ofMillis(100)).build();
+    Retention retention = Retention.builder().inbox(inbox, window).interval(Duration.ofMillis(200))
+        .lockTimeout(Duration.ofMillis(100)).build();
     String currentSlot = "SELECT (floor(extract(epoch FROM now()) * 1000 / " + period + ")::bigint % " + slots + ")::int";
     for (int attempt = 1;; attempt++) {
       assertThat(attempt).as("attempts to catch a cleanup's TRUNCATE across a period boundary").isLessThanOrEqualTo(10);
       // An id an hour old in every slot, so that whichever slot is due has something to empty.
       postgres.execute("INSERT INTO " + inbox.table() + " (consumer, message_id, processed_at, slot) SELECT '" + consumer
-          + "', 'old-' || s, now() - interval '1 hour', s FROM generate_series(0, " + (slots - 1) + ") AS s ON CONFLICT DO NOTHING");
+          + "', 'old-' || s, now() - interval '1 hour', s FROM generate_series(0, " + (slots - 1)
+          + ") AS s ON CONFLICT DO NOTHING");
       // Start the run early in a period, so that the due slot is not left alone as about to be reused.
       await().atMost(TIMEOUT).pollInterval(Duration.ofMillis(10))
           .until(() -> postgres.count("SELECT (floor(extract(epoch FROM now()) * 1000)::bigint % " + period + ")") < period / 4);
@@ -314,14 +332,16 @@ class RetentionIntegrationTests {
       int slot = Integer.parseInt(partition.substring(partition.lastIndexOf("_p") + 2));
       await().atMost(TIMEOUT).pollInterval(Duration.ofMillis(10)).until(() -> postgres.count(currentSlot) == slot);
       String id = "fresh-" + attempt;
-      assertThat(postgres.count("SELECT count(*) FROM " + inbox.table() + "_record($1, ARRAY['" + id + "'])", consumer)).isEqualTo(1);
+      assertThat(postgres.count("SELECT count(*) FROM " + inbox.table() + "_record($1, ARRAY['" + id + "'])", consumer))
+          .isEqualTo(1);
       boolean inTheHeldSlot = postgres.count("SELECT slot FROM " + inbox.table() + " WHERE message_id = $1", id) == slot;
       gate.release();
       CleanupReport report = run.join();
       if (!inTheHeldSlot) {
         continue; // the period moved on again before the id was recorded (a stalled test thread): again
       }
-      assertThat(postgres.count("SELECT count(*) FROM " + inbox.table() + " WHERE message_id = $1", id)).as("the new id in the reused slot")
+      assertThat(postgres.count("SELECT count(*) FROM " + inbox.table() + " WHERE message_id = $1", id))
+          .as("the new id in the reused slot")
           .isEqualTo(1);
       assertThat(postgres.count("SELECT count(*) FROM " + inbox.table() + "_record($1, ARRAY['" + id + "'])", consumer))
           .as("a redelivery of the new id").isZero();
@@ -349,11 +369,13 @@ class RetentionIntegrationTests {
     Duration window = Duration.ofSeconds(4);
     PostgresInbox inbox = rotatingInbox(window, 2); // period 2 s, 4 slots
     Interleaving events = new Interleaving();
-    Retention retention = Retention.builder().inbox(inbox, window).interval(Duration.ofMillis(200)).lockTimeout(Duration.ofMillis(200))
+    Retention retention = Retention.builder().inbox(inbox, window).interval(Duration.ofMillis(200))
+        .lockTimeout(Duration.ofMillis(200))
         .metrics(events).build();
     // Fill one slot with 100,000 ids of a period long past, as a day's worth of traffic would.
     long period = inbox.rotatingLayout().period().toMillis();
-    String oldSlot = "(floor((extract(epoch FROM now()) * 1000 - 3600000) / " + period + ")::bigint % " + inbox.rotatingLayout().slots() + ")::int";
+    String oldSlot = "(floor((extract(epoch FROM now()) * 1000 - 3600000) / " + period + ")::bigint % "
+        + inbox.rotatingLayout().slots() + ")::int";
     postgres.execute("INSERT INTO " + inbox.table() + " (consumer, message_id, processed_at, slot) SELECT '" + consumer
         + "', 'old-' || i, now() - interval '1 hour', " + oldSlot + " FROM generate_series(1, 100000) AS i");
     // A reader holds the full slot's partition (as a long report would) until two runs gave up on it.
@@ -377,16 +399,21 @@ class RetentionIntegrationTests {
     assertThat(skipped).as("cleanup runs that gave up on the busy slot").hasSizeGreaterThanOrEqualTo(2);
     List<Long> runs = events.runs();
     for (int k = 1; k < runs.size(); k++) {
-      assertThat(events.commitsBetween(runs.get(k - 1), runs.get(k))).as("consumer commits between cleanup runs %d and %d of %d", k - 1, k,
-          runs.size()).isPositive();
+      assertThat(events.commitsBetween(runs.get(k - 1), runs.get(k)))
+          .as("consumer commits between cleanup runs %d and %d of %d", k - 1, k,
+              runs.size())
+          .isPositive();
     }
     List<Long> truncates = events.batches();
     assertThat(truncates).as("truncates").isNotEmpty();
     assertThat(truncates.get(0)).as("the first truncate comes after the runs that gave up").isGreaterThan(skipped.get(1));
-    assertThat(events.commitsBetween(runs.get(0), truncates.get(0))).as("consumer commits before the first truncate").isPositive();
-    assertThat(events.commitsBetween(truncates.get(truncates.size() - 1), Long.MAX_VALUE)).as("consumer commits after the last truncate")
+    assertThat(events.commitsBetween(runs.get(0), truncates.get(0))).as("consumer commits before the first truncate")
         .isPositive();
-    assertThat(events.transactionsAcrossMoreThanOne(truncates)).as("consumer transactions in flight across more than one truncate")
+    assertThat(events.commitsBetween(truncates.get(truncates.size() - 1), Long.MAX_VALUE))
+        .as("consumer commits after the last truncate")
+        .isPositive();
+    assertThat(events.transactionsAcrossMoreThanOne(truncates))
+        .as("consumer transactions in flight across more than one truncate")
         .isEmpty();
     assertSettled(pauses);
   }
@@ -406,7 +433,8 @@ class RetentionIntegrationTests {
         .isInstanceOf(IllegalStateException.class)
         .hasMessageContaining("was created with a period of 2000 ms and 5 slots, but is configured with 10000 ms and 5 slots");
     assertThatThrownBy(() -> retention.cleanupOnce().block(TIMEOUT)).hasMessageContaining("was created with a period of 2000 ms");
-    assertThatThrownBy(() -> retention.alongside(Flux.just(1)).blockLast(TIMEOUT)).hasMessageContaining("was created with a period of 2000 ms");
+    assertThatThrownBy(() -> retention.alongside(Flux.just(1)).blockLast(TIMEOUT))
+        .hasMessageContaining("was created with a period of 2000 ms");
     assertThat(inboxRows(created, "id-%")).isEqualTo(5);
     assertThat(created.verifyLayout().block(TIMEOUT)).isNull(); // the matching configuration passes
 
@@ -431,7 +459,8 @@ class RetentionIntegrationTests {
    * the error that ended it (null: it was still running), {@code effects} the effect rows of
    * the live messages.
    */
-  private record Pauses(int transactions, Duration worst, Duration p99, Duration median, Duration longestBatch, Duration baselineWorst,
+  private record Pauses(int transactions, Duration worst, Duration p99, Duration median, Duration longestBatch,
+      Duration baselineWorst,
       Duration baselineP99, long taken, List<Outcome<Integer>> outcomes, Throwable failure, long effects) {}
 
   /** The consumer's stream was alive to the end, and every message it took settled as processed, with one effect each. */
@@ -442,7 +471,8 @@ class RetentionIntegrationTests {
     assertThat(pauses.effects).as("effects of the live messages").isEqualTo(pauses.taken);
   }
 
-  private Pauses measureWhileCleaning(PostgresInbox inbox, Retention retention, Interleaving events, java.util.function.BooleanSupplier done) {
+  private Pauses measureWhileCleaning(PostgresInbox inbox, Retention retention, Interleaving events,
+      java.util.function.BooleanSupplier done) {
     List<Long> durations = new CopyOnWriteArrayList<>();
     ConsumerMetrics timing = new ConsumerMetrics() {
       @Override
@@ -492,9 +522,11 @@ class RetentionIntegrationTests {
     List<Long> during = List.copyOf(durations);
     List<Long> sorted = new ArrayList<>(during.subList(cleaningFrom, during.size()));
     sorted.sort(Long::compare);
-    return new Pauses(sorted.size(), Duration.ofNanos(sorted.get(sorted.size() - 1)), Duration.ofNanos(sorted.get(sorted.size() * 99 / 100)),
+    return new Pauses(sorted.size(), Duration.ofNanos(sorted.get(sorted.size() - 1)),
+        Duration.ofNanos(sorted.get(sorted.size() * 99 / 100)),
         Duration.ofNanos(sorted.get(sorted.size() / 2)), Duration.ofNanos(longestBatch.get()),
-        Duration.ofNanos(baseline.get(baseline.size() - 1)), Duration.ofNanos(baseline.get(baseline.size() * 99 / 100)), sequence.get(),
+        Duration.ofNanos(baseline.get(baseline.size() - 1)), Duration.ofNanos(baseline.get(baseline.size() * 99 / 100)),
+        sequence.get(),
         List.copyOf(outcomes), early != null ? early : failure.get(),
         postgres.count("SELECT count(*) FROM " + effects + " WHERE message_id LIKE 'live-%'"));
   }

@@ -14,7 +14,8 @@ final class SlotReader {
   SlotReader(ConnectionFactory pool, String partition) {
     connection = Mono.from(pool.create()).block(RetentionIntegrationTests.TIMEOUT);
     Mono.from(connection.beginTransaction()).block(RetentionIntegrationTests.TIMEOUT);
-    Flux.from(connection.createStatement("SELECT count(*) FROM " + partition).execute()).concatMap(r -> r.map(row -> row.get(0, Long.class)))
+    Flux.from(connection.createStatement("SELECT count(*) FROM " + partition).execute())
+        .concatMap(r -> r.map(row -> row.get(0, Long.class)))
         .blockLast(RetentionIntegrationTests.TIMEOUT);
   }
 

@@ -110,7 +110,8 @@ public final class GracefulStopWorkload {
    */
   public GracefulStopWorkload(String table, String idColumn, String payloadColumn, IntSupplier settledSoFar) {
     this.insertOne = "INSERT INTO " + table + " (" + idColumn + ", " + payloadColumn + ") VALUES ($1, $2)";
-    this.insertMany = "INSERT INTO " + table + " (" + idColumn + ", " + payloadColumn + ") SELECT * FROM unnest($1::text[], $2::text[])";
+    this.insertMany = "INSERT INTO " + table + " (" + idColumn + ", " + payloadColumn
+        + ") SELECT * FROM unnest($1::text[], $2::text[])";
     this.settledSoFar = settledSoFar;
   }
 
@@ -329,7 +330,8 @@ public final class GracefulStopWorkload {
    */
   public static Map<String, Long> effectRows(PostgresService pg, String table, String idColumn) {
     Map<String, Long> rows = new HashMap<>();
-    for (Map<String, Object> row : pg.query("SELECT " + idColumn + " AS id, count(*) AS n FROM " + table + " GROUP BY " + idColumn)) {
+    for (Map<String, Object> row : pg
+        .query("SELECT " + idColumn + " AS id, count(*) AS n FROM " + table + " GROUP BY " + idColumn)) {
       rows.put((String) row.get("id"), ((Number) row.get("n")).longValue());
     }
     return rows;

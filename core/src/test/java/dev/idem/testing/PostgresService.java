@@ -150,7 +150,8 @@ public final class PostgresService {
    * @return the unique name
    */
   public static String uniqueName(String prefix) {
-    return prefix + "_" + ProcessHandle.current().pid() + "_" + System.nanoTime() % 1_000_000_000L + "_" + SEQUENCE.incrementAndGet();
+    return prefix + "_" + ProcessHandle.current().pid() + "_" + System.nanoTime() % 1_000_000_000L + "_"
+        + SEQUENCE.incrementAndGet();
   }
 
   /**
@@ -159,7 +160,8 @@ public final class PostgresService {
    * @param sql the statements, run in order
    */
   public void execute(String... sql) {
-    withConnection(c -> Flux.fromArray(sql).concatMap(s -> Flux.from(c.createStatement(s).execute()).concatMap(r -> r.getRowsUpdated())).then())
+    withConnection(c -> Flux.fromArray(sql)
+        .concatMap(s -> Flux.from(c.createStatement(s).execute()).concatMap(r -> r.getRowsUpdated())).then())
         .block(Duration.ofSeconds(30));
   }
 

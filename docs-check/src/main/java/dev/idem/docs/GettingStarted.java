@@ -19,6 +19,7 @@ import io.r2dbc.pool.ConnectionPool;
 import java.nio.charset.StandardCharsets;
 import reactor.core.publisher.Flux;
 import reactor.core.publisher.Mono;
+
 // end::imports[]
 
 /**
@@ -88,9 +89,9 @@ public final class GettingStarted {
     }
 
     RabbitSource<Payment> source = RabbitSource.create(RabbitSourceOptions.builder(queue)
-            .uri(uri)
-            .orderingKey((envelope, properties) -> accountOf(properties))   // without it: no order at all
-            .build(),
+        .uri(uri)
+        .orderingKey((envelope, properties) -> accountOf(properties))   // without it: no order at all
+        .build(),
         (body, properties) -> Payment.parse(new String(body, StandardCharsets.UTF_8)));
     return source.receive().transform(payments::process);
   }

@@ -55,9 +55,9 @@ final class TuningSnippets {
       Long[] accounts = items.stream().map(item -> item.payload().accountId()).toArray(Long[]::new);
       Long[] amounts = items.stream().map(item -> item.payload().amountCents()).toArray(Long[]::new);
       return tx.sql("UPDATE accounts a SET balance = a.balance + d.amount"
-              + " FROM (SELECT account, sum(amount) AS amount"
-              + "       FROM unnest($1::bigint[], $2::bigint[]) AS t(account, amount) GROUP BY account) d"
-              + " WHERE a.id = d.account")
+          + " FROM (SELECT account, sum(amount) AS amount"
+          + "       FROM unnest($1::bigint[], $2::bigint[]) AS t(account, amount) GROUP BY account) d"
+          + " WHERE a.id = d.account")
           .bind(0, accounts).bind(1, amounts)
           .execute();
     };

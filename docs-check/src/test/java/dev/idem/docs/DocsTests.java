@@ -158,7 +158,8 @@ class DocsTests {
     assertThat(Markdown.slug("Graceful shutdown, metadata and tracing")).isEqualTo("graceful-shutdown-metadata-and-tracing");
     assertThat(Markdown.slug("Kafka (`idem-kafka`, on kafka-clients 3.9.x and 4.x)"))
         .isEqualTo("kafka-idem-kafka-on-kafka-clients-39x-and-4x");
-    assertThat(Markdown.slug("The per-message path and the batching_default")).isEqualTo("the-per-message-path-and-the-batching_default");
+    assertThat(Markdown.slug("The per-message path and the batching_default"))
+        .isEqualTo("the-per-message-path-and-the-batching_default");
     assertThat(Markdown.slug("What you will have")).isEqualTo("what-you-will-have");
   }
 
@@ -371,7 +372,8 @@ class DocsTests {
         while (m.find()) {
           modules.add(m.group(1));
         }
-        Matcher ci = Pattern.compile("(?m)^\\s*mvn [^\\n#]*-f (\\S+)/pom\\.xml [^\\n#]*verify").matcher(Files.readString(root.resolve(".ci/run")));
+        Matcher ci = Pattern.compile("(?m)^\\s*mvn [^\\n#]*-f (\\S+)/pom\\.xml [^\\n#]*verify")
+            .matcher(Files.readString(root.resolve(".ci/run")));
         while (ci.find()) {
           modules.add(ci.group(1));
         }

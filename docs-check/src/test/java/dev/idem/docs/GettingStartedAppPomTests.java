@@ -25,7 +25,8 @@ class GettingStartedAppPomTests {
   }
 
   private static String versionOf(String pom, String artifactId) {
-    Matcher m = Pattern.compile("<artifactId>" + Pattern.quote(artifactId) + "</artifactId>\\s*<version>([^<]+)</version>").matcher(pom);
+    Matcher m = Pattern.compile("<artifactId>" + Pattern.quote(artifactId) + "</artifactId>\\s*<version>([^<]+)</version>")
+        .matcher(pom);
     assertThat(m.find()).as("a version for %s in examples/getting-started-app/pom.xml", artifactId).isTrue();
     return m.group(1);
   }

@@ -32,7 +32,8 @@ class PaymentHandlerIntegrationTests {
   }
 
   private void sql(String statement) {
-    Mono.usingWhen(pool.create(), c -> Mono.from(c.createStatement(statement).execute()).flatMap(r -> Mono.from(r.getRowsUpdated())),
+    Mono.usingWhen(pool.create(),
+        c -> Mono.from(c.createStatement(statement).execute()).flatMap(r -> Mono.from(r.getRowsUpdated())),
         c -> c.close()).block();
   }
 

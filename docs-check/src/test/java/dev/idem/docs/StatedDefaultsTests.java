@@ -37,7 +37,8 @@ class StatedDefaultsTests {
   private static final List<String> PACKAGES = List.of("dev.idem", "dev.idem.postgres", "dev.idem.retention", "dev.idem.outbox",
       "dev.idem.kafka", "dev.idem.rabbit", "dev.idem.spring", "dev.idem.internal");
   /** A number with its unit, as pages write durations and counts. */
-  private static final Pattern NUMBER = Pattern.compile("(?<![\\w.,])((?:\\d{1,3}(?:,\\d{3})+|\\d+)(?:\\.\\d+)?)(?:\\s*(ms|s|min|m|h|d|seconds?|minutes?|hours?)\\b)?");
+  private static final Pattern NUMBER = Pattern
+      .compile("(?<![\\w.,])((?:\\d{1,3}(?:,\\d{3})+|\\d+)(?:\\.\\d+)?)(?:\\s*(ms|s|min|m|h|d|seconds?|minutes?|hours?)\\b)?");
   /** Prose that states a consumer setting's default with a number near the setting's name (not a call such as {@code maxBatchSize(1)}). */
   private static final Pattern PROSE_DEFAULT = Pattern.compile(
       "(?i)(prefetch|maxBatchSize|max-batch-size|batches of up to|concurrency|batchMaxWait|slowMessageThreshold|transactionTimeout)"
@@ -88,7 +89,8 @@ class StatedDefaultsTests {
           Matcher m = PROSE_DEFAULT.matcher(line);
           while (m.find()) {
             if (!MARKER.matcher(line.substring(m.end())).lookingAt()) {
-              problems.add(where + "\"" + m.group() + "\" states a default without a <!-- default: Class.CONSTANT --> marker after it");
+              problems.add(
+                  where + "\"" + m.group() + "\" states a default without a <!-- default: Class.CONSTANT --> marker after it");
             }
           }
         }
@@ -112,7 +114,8 @@ class StatedDefaultsTests {
         while (n.find()) {
           String after = masked.substring(n.end());
           if (!after.startsWith("\u0000")) {
-            problems.add(where + "the default \"" + n.group() + "\" in the column 'default' has no <!-- default: Class.CONSTANT --> marker after it");
+            problems.add(where + "the default \"" + n.group()
+                + "\" in the column 'default' has no <!-- default: Class.CONSTANT --> marker after it");
           }
         }
       }
@@ -124,7 +127,8 @@ class StatedDefaultsTests {
   void aWrongFigureFailsTheCheck() {
     assertThat(check("prefetch 256", "IdempotentConsumer.DEFAULT_PREFETCH")).contains("1024");
     assertThat(check("batches of up to 64", "IdempotentConsumer.DEFAULT_MAX_BATCH_SIZE")).contains("128");
-    assertThat(check("`slowMessageThreshold` (default 3 s", "IdempotentConsumer.DEFAULT_SLOW_MESSAGE_THRESHOLD")).contains("PT2S");
+    assertThat(check("`slowMessageThreshold` (default 3 s", "IdempotentConsumer.DEFAULT_SLOW_MESSAGE_THRESHOLD"))
+        .contains("PT2S");
     assertThat(check("prefetch 1,024", "IdempotentConsumer.DEFAULT_PREFETCH")).isNull();
     assertThat(check("| 60s", "IdempotentConsumer.DEFAULT_TRANSACTION_TIMEOUT")).isNull();
     assertThat(check("| 1 min", "IdempotentConsumer.DEFAULT_STUCK_WARNING_INTERVAL")).isNull();
@@ -153,7 +157,8 @@ class StatedDefaultsTests {
     String text = before.stripTrailing().replaceAll("`$", "").replaceAll("\\*+$", "").stripTrailing();
     if (value instanceof Number number) {
       Matcher m = Pattern.compile("((?:\\d{1,3}(?:,\\d{3})+|\\d+))$").matcher(text);
-      return m.find() && new BigDecimal(m.group(1).replace(",", "")).compareTo(new BigDecimal(number.toString())) == 0 ? null
+      return m.find() && new BigDecimal(m.group(1).replace(",", "")).compareTo(new BigDecimal(number.toString())) == 0
+          ? null
           : "the page states \"" + tail(text) + "\" where " + constant + " is " + number;
     }
     if (value instanceof Duration duration) {
@@ -163,7 +168,9 @@ class StatedDefaultsTests {
     }
     String name = String.valueOf(value);
     String spring = name.toLowerCase(Locale.ROOT).replace('_', '-');
-    return text.endsWith(name) || text.endsWith(spring) ? null : "the page states \"" + tail(text) + "\" where " + constant + " is " + name;
+    return text.endsWith(name) || text.endsWith(spring)
+        ? null
+        : "the page states \"" + tail(text) + "\" where " + constant + " is " + name;
   }
 
   private static Duration duration(String number, String unit) {
@@ -216,7 +223,9 @@ class StatedDefaultsTests {
   private static Object fromSource(String type, String field, String reference) {
     List<Path> sources;
     try (Stream<Path> files = Files.walk(ROOT)) {
-      sources = files.filter(p -> p.getFileName().toString().equals(type + ".java") && p.toString().contains("/src/main/java/dev/idem/")).toList();
+      sources = files
+          .filter(p -> p.getFileName().toString().equals(type + ".java") && p.toString().contains("/src/main/java/dev/idem/"))
+          .toList();
     } catch (IOException e) {
       throw new IllegalArgumentException("cannot look for " + type + ".java: " + e);
     }
@@ -254,7 +263,8 @@ class StatedDefaultsTests {
       if (init.matches("true|false|[A-Z]\\w*\\.[A-Z_0-9]+")) {
         return init.substring(init.lastIndexOf('.') + 1);
       }
-      throw new IllegalArgumentException(reference + " is initialized with " + init + ", which this check cannot read: name a constant with a literal value");
+      throw new IllegalArgumentException(
+          reference + " is initialized with " + init + ", which this check cannot read: name a constant with a literal value");
     }
     throw new IllegalArgumentException("no public constant " + reference);
   }

@@ -146,7 +146,8 @@ public final class DemoEnvironment {
     if (configured != null) {
       return configured;
     }
-    System.out.println("[env] no Kafka configured (--kafka or " + KAFKA_ENV + "): using 127.0.0.1:9092 or a KRaft broker in a child JVM");
+    System.out.println(
+        "[env] no Kafka configured (--kafka or " + KAFKA_ENV + "): using 127.0.0.1:9092 or a KRaft broker in a child JVM");
     return KafkaService.get().bootstrapServers();
   }
 

@@ -39,7 +39,7 @@ class DemoEnvironmentTests {
     IOException io = new IOException("no space left on device");
     IllegalArgumentException runtime = new IllegalArgumentException("unsupported platform");
 
-    for (Throwable failure : new Throwable[] {linkage, io, runtime}) {
+    for (Throwable failure : new Throwable[]{linkage, io, runtime}) {
       assertThatThrownBy(() -> DemoEnvironment.startEmbedded(() -> {
         if (failure instanceof Exception exception) {
           throw exception;

@@ -12,7 +12,8 @@ final class PostgresServiceLike {
 
   static long count(String url, String sql) {
     return Mono.usingWhen(ConnectionFactories.get(url).create(),
-        c -> Mono.from(c.createStatement(sql).execute()).flatMap(r -> Mono.from(r.map((row, meta) -> ((Number) row.get(0)).longValue()))),
+        c -> Mono.from(c.createStatement(sql).execute())
+            .flatMap(r -> Mono.from(r.map((row, meta) -> ((Number) row.get(0)).longValue()))),
         Connection::close).block(Duration.ofSeconds(30));
   }
 }

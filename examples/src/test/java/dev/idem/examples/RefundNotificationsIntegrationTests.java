@@ -28,7 +28,8 @@ class RefundNotificationsIntegrationTests {
   @Test
   void refundDeliveredThreeTimesGivesOneRefundAndOneNotificationAppliedOnceThroughRabbitmq() {
     RefundNotificationsExample.Report report = RefundNotificationsExample.run(
-        ExamplesIntegrationTests.environment("--broker=rabbit", "--rabbit=" + DemoEnvironment.fromArgs().rabbitUri(), "--refunds=60"));
+        ExamplesIntegrationTests.environment("--broker=rabbit", "--rabbit=" + DemoEnvironment.fromArgs().rabbitUri(),
+            "--refunds=60"));
 
     assertOneRefundAndOneNotificationEach(report, 60);
   }

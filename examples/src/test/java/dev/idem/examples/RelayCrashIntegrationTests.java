@@ -93,9 +93,11 @@ class RelayCrashIntegrationTests {
       // 3. The downstream consumer sees every id twice and applies it once.
       Map<Outcome.Status, AtomicInteger> outcomes = new ConcurrentHashMap<>();
       IdempotentConsumer<String> downstream = IdempotentConsumer.<String>named("crash-test-sender").inbox(inbox)
-          .handler((text, tx) -> tx.sql("INSERT INTO " + effects + " (notification_id) VALUES ($1)").bind(0, tx.messageId()).execute())
+          .handler(
+              (text, tx) -> tx.sql("INSERT INTO " + effects + " (notification_id) VALUES ($1)").bind(0, tx.messageId()).execute())
           .build();
-      try (RabbitSource<String> source = RabbitSource.create(RabbitSourceOptions.builder(queue).uri(RABBIT).build(), PayloadDecoder.utf8())) {
+      try (RabbitSource<String> source = RabbitSource.create(RabbitSourceOptions.builder(queue).uri(RABBIT).build(),
+          PayloadDecoder.utf8())) {
         Disposable consuming = source.receive().transform(downstream::process)
             .subscribe(o -> outcomes.computeIfAbsent(o.status(), s -> new AtomicInteger()).incrementAndGet());
         try {
@@ -112,7 +114,8 @@ class RelayCrashIntegrationTests {
       try (Connection admin = amqp.newConnection("idem-relay-crash-cleanup")) {
         RabbitTopology.delete(admin, queue);
       }
-      postgres.execute("DROP TABLE IF EXISTS " + effects, "DROP TABLE IF EXISTS " + outbox.table(), "DROP TABLE IF EXISTS " + inbox.table());
+      postgres.execute("DROP TABLE IF EXISTS " + effects, "DROP TABLE IF EXISTS " + outbox.table(),
+          "DROP TABLE IF EXISTS " + inbox.table());
       pool.dispose();
       Files.deleteIfExists(log);
     }

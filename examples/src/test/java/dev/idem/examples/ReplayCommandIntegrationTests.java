@@ -48,7 +48,8 @@ class ReplayCommandIntegrationTests {
       RabbitTopology.declare(connection, queue, RabbitTopology.QueueType.CLASSIC);
       try (Channel channel = connection.createChannel()) {
         channel.confirmSelect();
-        channel.basicPublish("", queue, new AMQP.BasicProperties.Builder().messageId("refund-1").build(), "250".getBytes(StandardCharsets.UTF_8));
+        channel.basicPublish("", queue, new AMQP.BasicProperties.Builder().messageId("refund-1").build(),
+            "250".getBytes(StandardCharsets.UTF_8));
         channel.waitForConfirmsOrDie(10_000);
       }
       PostgresInbox inbox = PostgresInbox.create(pool, PostgresService.uniqueName("inbox"));
@@ -60,14 +61,16 @@ class ReplayCommandIntegrationTests {
               : Mono.error(new NonRetryableException("refunds are switched off")))
           .build();
       List<Outcome<String>> outcomes = new CopyOnWriteArrayList<>();
-      try (RabbitSource<String> source = RabbitSource.create(RabbitSourceOptions.builder(queue).uri(RABBIT).build(), PayloadDecoder.utf8())) {
+      try (RabbitSource<String> source = RabbitSource.create(RabbitSourceOptions.builder(queue).uri(RABBIT).build(),
+          PayloadDecoder.utf8())) {
         Disposable running = source.receive().transform(consumer::process).subscribe(outcomes::add);
         try {
           await().atMost(TIMEOUT).until(() -> outcomes.size() == 1);
           assertThat(outcomes.get(0).status()).isEqualTo(Outcome.Status.DEAD_LETTERED);
           fixed.set(true);
 
-          DemoEnvironment env = DemoEnvironment.fromArgs("--rabbit=" + RABBIT, "--dlq=" + RabbitTopology.deadLetterQueue(queue), "--id=refund-1");
+          DemoEnvironment env = DemoEnvironment.fromArgs("--rabbit=" + RABBIT, "--dlq=" + RabbitTopology.deadLetterQueue(queue),
+              "--id=refund-1");
           assertThat(ReplayCommand.replay(env)).isEqualTo(1);
           await().atMost(TIMEOUT).until(() -> outcomes.size() == 2);
           assertThat(outcomes.get(1).status()).isEqualTo(Outcome.Status.PROCESSED);

@@ -103,8 +103,10 @@ interface Endpoint extends AutoCloseable {
     @Override
     public void assertSettled(String what, List<String> deadLettered) {
       assertThat(rabbit.messageCount(queue)).as(what + ": messages left on the queue").isZero();
-      List<String> dead = rabbit.drain(RabbitTopology.deadLetterQueue(queue)).stream().map(r -> r.getProps().getMessageId()).toList();
-      assertThat(dead).as(what + ": the dead-letter queue").hasSize(deadLettered.size()).containsExactlyInAnyOrderElementsOf(deadLettered);
+      List<String> dead = rabbit.drain(RabbitTopology.deadLetterQueue(queue)).stream().map(r -> r.getProps().getMessageId())
+          .toList();
+      assertThat(dead).as(what + ": the dead-letter queue").hasSize(deadLettered.size())
+          .containsExactlyInAnyOrderElementsOf(deadLettered);
     }
 
     @Override
@@ -184,7 +186,8 @@ interface Endpoint extends AutoCloseable {
         Header id = r.headers().lastHeader(DeadLetterHeaders.MESSAGE_ID);
         dead.add(id == null ? null : new String(id.value(), StandardCharsets.UTF_8));
       }
-      assertThat(dead).as(what + ": the dead-letter topic").hasSize(deadLettered.size()).containsExactlyInAnyOrderElementsOf(deadLettered);
+      assertThat(dead).as(what + ": the dead-letter topic").hasSize(deadLettered.size())
+          .containsExactlyInAnyOrderElementsOf(deadLettered);
     }
 
     @Override
@@ -201,7 +204,8 @@ interface Endpoint extends AutoCloseable {
       producer.close(Duration.ofSeconds(5));
       source.close();
       try {
-        kafka.admin().deleteTopics(List.of(topic, topic + KafkaSourceOptions.DEFAULT_DEAD_LETTER_SUFFIX)).all().get(30, TimeUnit.SECONDS);
+        kafka.admin().deleteTopics(List.of(topic, topic + KafkaSourceOptions.DEFAULT_DEAD_LETTER_SUFFIX)).all().get(30,
+            TimeUnit.SECONDS);
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
       } catch (Exception e) {

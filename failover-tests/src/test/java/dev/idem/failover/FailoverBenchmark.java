@@ -56,14 +56,17 @@ public final class FailoverBenchmark {
    * @throws Exception when it fails
    */
   public static void main(String[] args) throws Exception {
-    Broker broker = System.getProperty("broker", "kafka").toLowerCase(Locale.ROOT).startsWith("rabbit") ? Broker.RABBITMQ : Broker.KAFKA;
+    Broker broker = System.getProperty("broker", "kafka").toLowerCase(Locale.ROOT).startsWith("rabbit")
+        ? Broker.RABBITMQ
+        : Broker.KAFKA;
     String style = System.getProperty("style", "handler");
     int rate = Integer.getInteger("rate", 500);
     int warmup = Integer.getInteger("warmup", 10);
     int before = Integer.getInteger("before", 20);
     int after = Integer.getInteger("after", 40);
     Duration infraMaxBackoff = Duration.parse("PT" + System.getProperty("infraMaxBackoff", "5s").toUpperCase(Locale.ROOT));
-    String command = "mvn -q -pl failover-tests -am package -DskipTests exec:java -Dbroker=" + broker.name().toLowerCase(Locale.ROOT)
+    String command = "mvn -q -pl failover-tests -am package -DskipTests exec:java -Dbroker="
+        + broker.name().toLowerCase(Locale.ROOT)
         + " -Dstyle=" + style + " -Drate=" + rate + " -Dwarmup=" + warmup + " -Dbefore=" + before + " -Dafter=" + after
         + (System.getProperty("infraMaxBackoff") == null ? "" : " -DinfraMaxBackoff=" + System.getProperty("infraMaxBackoff"));
 
@@ -85,7 +88,7 @@ public final class FailoverBenchmark {
       case "handler" -> builder.handler(handler);
       case "per-message" -> builder.handler(handler).maxBatchSize(1);
       case "batch" -> builder.batchHandler((BatchHandler<String>) (items, tx) -> tx.sql(
-              "INSERT INTO " + table + " (message_id, amount) SELECT * FROM unnest($1::text[], $2::bigint[])")
+          "INSERT INTO " + table + " (message_id, amount) SELECT * FROM unnest($1::text[], $2::bigint[])")
           .bind(0, items.stream().map(BatchItem::messageId).toArray(String[]::new))
           .bind(1, items.stream().map(i -> Long.valueOf(i.payload())).toArray(Long[]::new)).execute());
       default -> throw new IllegalArgumentException("-Dstyle=" + style + ": use handler, batch or per-message");
@@ -210,21 +213,26 @@ public final class FailoverBenchmark {
       }
     }
     long rows = Long.parseLong(Formation.query(formation.failoverUrl(), "SELECT count(*)::text FROM " + table));
-    long distinct = Long.parseLong(Formation.query(formation.failoverUrl(), "SELECT count(DISTINCT message_id)::text FROM " + table));
+    long distinct = Long
+        .parseLong(Formation.query(formation.failoverUrl(), "SELECT count(DISTINCT message_id)::text FROM " + table));
 
     System.out.println();
     System.out.println("command: " + command);
     System.out.printf("broker %s, style %s, %d msg/s offered, Idem's defaults (concurrency %d, batches of up to %d), "
-            + "infrastructure backoff up to %s%n", broker, style, rate, IdempotentConsumer.DEFAULT_CONCURRENCY,
+        + "infrastructure backoff up to %s%n", broker, style, rate, IdempotentConsumer.DEFAULT_CONCURRENCY,
         style.equals("per-message") ? 1 : IdempotentConsumer.DEFAULT_MAX_BATCH_SIZE, infraMaxBackoff);
     System.out.printf("before the switch: %.0f msg/s settled over %d s, backlog at most %d%n",
         settledBefore / (double) Math.max(1, triggerSecond - warmup), triggerSecond - warmup, maxBacklogBefore);
-    System.out.printf("switch: new primary writable %.2f s after the trigger; first message settled on it %.2f s after the trigger "
-        + "(%.2f s after it answered); %d whole second(s) with nothing settled%n", (promoted - triggered) / 1e9,
+    System.out.printf(
+        "switch: new primary writable %.2f s after the trigger; first message settled on it %.2f s after the trigger "
+            + "(%.2f s after it answered); %d whole second(s) with nothing settled%n",
+        (promoted - triggered) / 1e9,
         (firstAfter - triggered) / 1e9, (firstAfter - promoted) / 1e9, zeroSeconds);
-    System.out.printf("after: catch-up peak %d msg/s, backlog peak %d (%.1f s of traffic); recovered (backlog back to %d) %.2f s after "
-        + "the trigger%n", peak, peakBacklog, peakBacklog / (double) rate, maxBacklogBefore, recovered);
-    System.out.printf("exactly once: %d published, %d settled, %d effect rows, %d distinct ids: %s%n", published.get(), settled.get(),
+    System.out
+        .printf("after: catch-up peak %d msg/s, backlog peak %d (%.1f s of traffic); recovered (backlog back to %d) %.2f s after "
+            + "the trigger%n", peak, peakBacklog, peakBacklog / (double) rate, maxBacklogBefore, recovered);
+    System.out.printf("exactly once: %d published, %d settled, %d effect rows, %d distinct ids: %s%n", published.get(),
+        settled.get(),
         rows, distinct, rows == published.get() && distinct == rows ? "OK" : "FAILED");
 
     endpoint.close();

@@ -214,7 +214,8 @@ final class Formation {
    */
   String primary() {
     String[] found = new String[1];
-    Awaitility.await("a writable primary (" + describe() + ")").atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(200))
+    Awaitility.await("a writable primary (" + describe() + ")").atMost(Duration.ofSeconds(30))
+        .pollInterval(Duration.ofMillis(200))
         .until(() -> {
           found[0] = NODES.stream().filter(this::writable).findFirst().orElse(null);
           return found[0] != null;
@@ -251,7 +252,7 @@ final class Formation {
    */
   void performFailover() {
     Map<String, String[]> before = states();
-    for (int attempt = 1; ; attempt++) {
+    for (int attempt = 1;; attempt++) {
       try {
         run(autoctl("perform", "failover", "--pgdata", dir.resolve("monitor").toString()), true);
         return;
@@ -259,8 +260,10 @@ final class Formation {
         if (attempt == 3 || !sameStates(before, states())) {
           throw e;
         }
-        System.out.println("pg_autoctl perform failover refused (attempt " + attempt + "), asking again in 5 s: " + e.getMessage());
-        Awaitility.await("the pause before asking again").pollDelay(Duration.ofSeconds(5)).atMost(Duration.ofSeconds(10)).until(() -> true);
+        System.out
+            .println("pg_autoctl perform failover refused (attempt " + attempt + "), asking again in 5 s: " + e.getMessage());
+        Awaitility.await("the pause before asking again").pollDelay(Duration.ofSeconds(5)).atMost(Duration.ofSeconds(10))
+            .until(() -> true);
       }
     }
   }
@@ -289,7 +292,8 @@ final class Formation {
    * out of it, the primary replicates to it asynchronously.
    */
   void setReplicationQuorum(String node, boolean quorum) {
-    List<String> command = autoctl("set", "node", "replication-quorum", Boolean.toString(quorum), "--pgdata", dir.resolve(node).toString());
+    List<String> command = autoctl("set", "node", "replication-quorum", Boolean.toString(quorum), "--pgdata",
+        dir.resolve(node).toString());
     long deadline = System.nanoTime() + STEP_TIMEOUT.toNanos();
     Duration pause = Duration.ZERO;
     while (true) {
@@ -377,7 +381,8 @@ final class Formation {
           if (!"true".equals(query(monitorUrl(), "SELECT bool_and(health = 1)::text FROM pgautofailover.node"))) {
             return false;
           }
-          if (!"1".equals(query(monitorUrl(), "SELECT number_sync_standbys::text FROM pgautofailover.formation WHERE formationid = 'default'"))) {
+          if (!"1".equals(query(monitorUrl(),
+              "SELECT number_sync_standbys::text FROM pgautofailover.formation WHERE formationid = 'default'"))) {
             setNumberSyncStandbys(1);
             return false;
           }
@@ -418,12 +423,13 @@ final class Formation {
 
   /** Node name to {reported state, goal state}, from the monitor. */
   Map<String, String[]> states() {
-    String rows = query(monitorUrl(), "SELECT string_agg(nodename || ':' || reportedstate || ':' || goalstate, ',') FROM pgautofailover.node");
+    String rows = query(monitorUrl(),
+        "SELECT string_agg(nodename || ':' || reportedstate || ':' || goalstate, ',') FROM pgautofailover.node");
     Map<String, String[]> states = new java.util.TreeMap<>();
     if (rows != null) {
       for (String row : rows.split(",")) {
         String[] parts = row.split(":");
-        states.put(parts[0], new String[] {parts[1], parts[2]});
+        states.put(parts[0], new String[]{parts[1], parts[2]});
       }
     }
     return states;
@@ -447,9 +453,10 @@ final class Formation {
    */
   String eventsSince(long eventId) {
     try {
-      return query(monitorUrl(), "SELECT string_agg(to_char(eventtime, 'HH24:MI:SS.MS') || ' ' || nodename || ' ' || reportedstate"
-          + " || '/' || goalstate || ' tli ' || reportedtli || ' lsn ' || reportedlsn || ': ' || description, E'\\n' ORDER BY eventid)"
-          + " FROM pgautofailover.event WHERE eventid > " + eventId);
+      return query(monitorUrl(),
+          "SELECT string_agg(to_char(eventtime, 'HH24:MI:SS.MS') || ' ' || nodename || ' ' || reportedstate"
+              + " || '/' || goalstate || ' tli ' || reportedtli || ' lsn ' || reportedlsn || ': ' || description, E'\\n' ORDER BY eventid)"
+              + " FROM pgautofailover.event WHERE eventid > " + eventId);
     } catch (RuntimeException e) {
       return "(monitor unreachable: " + e + ")";
     }
@@ -514,7 +521,8 @@ final class Formation {
   private void run(List<String> command, boolean log) {
     try {
       Process p = new ProcessBuilder(command).directory(dir == null ? null : dir.toFile()).redirectErrorStream(true)
-          .redirectOutput(log ? ProcessBuilder.Redirect.appendTo(dir.resolve("commands.log").toFile()) : ProcessBuilder.Redirect.DISCARD)
+          .redirectOutput(
+              log ? ProcessBuilder.Redirect.appendTo(dir.resolve("commands.log").toFile()) : ProcessBuilder.Redirect.DISCARD)
           .start();
       if (!p.waitFor(STEP_TIMEOUT.toSeconds(), TimeUnit.SECONDS)) {
         p.destroyForcibly();
@@ -546,10 +554,10 @@ final class Formation {
   static String query(String url, String sql) {
     ConnectionFactory factory = ConnectionFactories.get(url);
     Optional<String> value = Mono.usingWhen(Mono.from(factory.create()),
-            (Connection c) -> Flux.from(c.createStatement(sql).execute())
-                .concatMap(r -> r.map((row, meta) -> Optional.ofNullable(row.get(0)).map(String::valueOf)))
-                .next(),
-            Connection::close)
+        (Connection c) -> Flux.from(c.createStatement(sql).execute())
+            .concatMap(r -> r.map((row, meta) -> Optional.ofNullable(row.get(0)).map(String::valueOf)))
+            .next(),
+        Connection::close)
         .block(Duration.ofSeconds(10));
     return value == null ? null : value.orElse(null);
   }

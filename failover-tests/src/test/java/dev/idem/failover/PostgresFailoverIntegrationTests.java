@@ -52,7 +52,8 @@ class PostgresFailoverIntegrationTests {
   @EnumSource(Broker.class)
   @Order(1)
   void aPlannedSwitchLosesNothingAndAppliesNothingTwice(Broker broker) throws Exception {
-    try (LogCapture logs = LogCapture.of(IdempotentConsumer.class); SwitchWorkload workload = new SwitchWorkload(formation, broker)) {
+    try (LogCapture logs = LogCapture.of(IdempotentConsumer.class);
+        SwitchWorkload workload = new SwitchWorkload(formation, broker)) {
       workload.start();
       workload.awaitProcessedSince(0, 200, "messages flowing before the switch");
       String oldPrimary = formation.primary();
@@ -72,7 +73,8 @@ class PostgresFailoverIntegrationTests {
   @EnumSource(Broker.class)
   @Order(2)
   void aCrashOfThePrimaryLosesNothingAndAppliesNothingTwiceAndItRejoinsAsStandby(Broker broker) throws Exception {
-    try (LogCapture logs = LogCapture.of(IdempotentConsumer.class); SwitchWorkload workload = new SwitchWorkload(formation, broker)) {
+    try (LogCapture logs = LogCapture.of(IdempotentConsumer.class);
+        SwitchWorkload workload = new SwitchWorkload(formation, broker)) {
       workload.start();
       workload.awaitProcessedSince(0, 200, "messages flowing before the crash");
       String oldPrimary = formation.primary();
@@ -108,7 +110,8 @@ class PostgresFailoverIntegrationTests {
       // Both standbys out of the quorum: the monitor wants number_sync_standbys 0 first.
       formation.setNumberSyncStandbys(0);
       standbys.forEach(standby -> formation.setReplicationQuorum(standby, false));
-      Awaitility.await("the standbys replicating asynchronously").atMost(Duration.ofSeconds(60)).pollInterval(Duration.ofMillis(200))
+      Awaitility.await("the standbys replicating asynchronously").atMost(Duration.ofSeconds(60))
+          .pollInterval(Duration.ofMillis(200))
           .until(() -> "async".equals(Formation.query(formation.nodeUrl(formation.primary()),
               "SELECT string_agg(DISTINCT sync_state, ',') FROM pg_stat_replication")));
       consumer = IdempotentConsumer.<String>named(PostgresService.uniqueName("async_check")).inbox(inbox)
@@ -140,7 +143,8 @@ class PostgresFailoverIntegrationTests {
   /** When a node other than {@code oldPrimary} first answers as a writable primary (System.nanoTime()), polled in the background. */
   private CompletableFuture<Long> newPrimaryWritable(String oldPrimary) {
     return CompletableFuture.supplyAsync(() -> {
-      Awaitility.await("a node other than " + oldPrimary + " writable").atMost(Duration.ofSeconds(120)).pollInterval(Duration.ofMillis(50))
+      Awaitility.await("a node other than " + oldPrimary + " writable").atMost(Duration.ofSeconds(120))
+          .pollInterval(Duration.ofMillis(50))
           .until(() -> formation.writableOtherThan(oldPrimary).isPresent());
       return System.nanoTime();
     });

@@ -83,7 +83,8 @@ class SpringBootFailoverIntegrationTests {
               }
               long n = published.get() + 1;
               RABBIT.publish(name, n % 10 == 0
-                  ? List.of(RabbitService.message("s-" + n, "payment " + n), RabbitService.message("s-" + (n - 5), "payment " + (n - 5)))
+                  ? List.of(RabbitService.message("s-" + n, "payment " + n),
+                      RabbitService.message("s-" + (n - 5), "payment " + (n - 5)))
                   : List.of(RabbitService.message("s-" + n, "payment " + n)));
               published.set(n);
             }
@@ -96,7 +97,8 @@ class SpringBootFailoverIntegrationTests {
       long afterSwitch = published.get();
       Awaitility.await("messages applied on the new primary").atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(200))
           .until(() -> formation.writableOtherThan(primary).map(node -> Long.parseLong(Formation.query(formation.nodeUrl(node),
-              "SELECT count(*)::text FROM " + table + " WHERE substr(message_id, 3)::bigint > " + afterSwitch)) >= 100).orElse(false));
+              "SELECT count(*)::text FROM " + table + " WHERE substr(message_id, 3)::bigint > " + afterSwitch)) >= 100)
+              .orElse(false));
       String newPrimary = formation.primary();
       long last;
       synchronized (published) {
@@ -105,19 +107,24 @@ class SpringBootFailoverIntegrationTests {
         last = published.get();
       }
 
-      Awaitility.await("every message applied and acknowledged").atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(200))
+      Awaitility.await("every message applied and acknowledged").atMost(Duration.ofSeconds(90))
+          .pollInterval(Duration.ofMillis(200))
           .until(() -> RABBIT.messageCount(name) == 0 && consumer.unsettled() == 0
               && Long.parseLong(Formation.query(formation.failoverUrl(), "SELECT count(*)::text FROM " + table)) >= last);
       assertThat(Formation.query(formation.failoverUrl(), "SELECT count(*) || ':' || count(DISTINCT message_id) FROM " + table))
           .as("effect rows : distinct ids on the new primary").isEqualTo(last + ":" + last);
       assertThat(RABBIT.messageCount(RabbitTopology.deadLetterQueue(name))).as("dead letters").isZero();
       assertThat(newPrimary).isNotEqualTo(primary);
-      assertThat(server(pool)).as("the node Spring Boot's pool reaches after the switch").isEqualTo(formation.port(newPrimary) + ":false");
+      assertThat(server(pool)).as("the node Spring Boot's pool reaches after the switch")
+          .isEqualTo(formation.port(newPrimary) + ":false");
       // The first row after the longest pause in the writes since the trigger: the first commit on the new primary.
-      String firstCommit = Formation.query(formation.failoverUrl(), "SELECT round(extract(epoch FROM at) * 1000)::bigint::text FROM "
-          + "(SELECT at, at - lag(at) OVER (ORDER BY at) AS pause FROM " + table + " WHERE at >= to_timestamp(" + triggeredAtMillis
-          + " / 1000.0)) w ORDER BY pause DESC NULLS LAST LIMIT 1");
-      System.out.printf("Spring Boot, planned switch: the configured consumer wrote on the new primary %.2f s after the trigger%n",
+      String firstCommit = Formation.query(formation.failoverUrl(),
+          "SELECT round(extract(epoch FROM at) * 1000)::bigint::text FROM "
+              + "(SELECT at, at - lag(at) OVER (ORDER BY at) AS pause FROM " + table + " WHERE at >= to_timestamp("
+              + triggeredAtMillis
+              + " / 1000.0)) w ORDER BY pause DESC NULLS LAST LIMIT 1");
+      System.out.printf(
+          "Spring Boot, planned switch: the configured consumer wrote on the new primary %.2f s after the trigger%n",
           (Long.parseLong(firstCommit) - triggeredAtMillis) / 1e3);
     } finally {
       if (publisher != null) {
@@ -132,9 +139,9 @@ class SpringBootFailoverIntegrationTests {
   /** {@code port:in_recovery} of the server a connection from {@code factory} reaches. */
   private static String server(ConnectionFactory factory) {
     return Mono.usingWhen(Mono.from(factory.create()),
-            (Connection c) -> Flux.from(c.createStatement("SELECT inet_server_port() || ':' || pg_is_in_recovery()").execute())
-                .concatMap(r -> r.map((row, meta) -> row.get(0, String.class))).next(),
-            Connection::close)
+        (Connection c) -> Flux.from(c.createStatement("SELECT inet_server_port() || ':' || pg_is_in_recovery()").execute())
+            .concatMap(r -> r.map((row, meta) -> row.get(0, String.class))).next(),
+        Connection::close)
         .block(Duration.ofSeconds(30));
   }
 

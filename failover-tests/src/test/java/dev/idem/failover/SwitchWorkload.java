@@ -9,9 +9,9 @@ import dev.idem.Handler;
 import dev.idem.IdempotentConsumer;
 import dev.idem.NonRetryableException;
 import dev.idem.Outcome;
+import dev.idem.failover.Endpoint.Broker;
 import dev.idem.postgres.PostgresConnections;
 import dev.idem.postgres.PostgresInbox;
-import dev.idem.failover.Endpoint.Broker;
 import dev.idem.testing.PostgresService;
 import io.r2dbc.pool.ConnectionPool;
 import java.time.Duration;
@@ -43,7 +43,9 @@ import reactor.core.scheduler.Schedulers;
 final class SwitchWorkload implements AutoCloseable {
 
   /** The consumer styles that run side by side through every switch. */
-  enum Style { HANDLER_BATCHED, BATCH_HANDLER, PER_MESSAGE }
+  enum Style {
+    HANDLER_BATCHED, BATCH_HANDLER, PER_MESSAGE
+  }
 
   private static final int PER_TICK = 2;
   private static final Duration TICK = Duration.ofMillis(25);
@@ -145,12 +147,15 @@ final class SwitchWorkload implements AutoCloseable {
     void assertExactlyOnce() {
       String style = label();
       // Per id, not in total: a redelivery's second outcome must not stand in for another message's missing one.
-      Awaitility.await(style + ": every published message settled").atMost(Duration.ofSeconds(90)).pollInterval(Duration.ofMillis(200))
-          .untilAsserted(() -> assertThat(unsettled()).as(() -> style + ": ids with fewer outcomes than deliveries (" + endpoint.describe() + ")")
+      Awaitility.await(style + ": every published message settled").atMost(Duration.ofSeconds(90))
+          .pollInterval(Duration.ofMillis(200))
+          .untilAsserted(() -> assertThat(unsettled())
+              .as(() -> style + ": ids with fewer outcomes than deliveries (" + endpoint.describe() + ")")
               .isEmpty());
       Set<String> ids = new HashSet<>(published.keySet());
       ids.removeAll(poison);
-      String rows = Formation.query(formation.failoverUrl(), "SELECT count(*) || ':' || count(DISTINCT message_id) FROM " + effects);
+      String rows = Formation.query(formation.failoverUrl(),
+          "SELECT count(*) || ':' || count(DISTINCT message_id) FROM " + effects);
       String all = Formation.query(formation.failoverUrl(), "SELECT coalesce(string_agg(message_id, ','), '') FROM " + effects);
       Set<String> applied = new HashSet<>(List.of(all.split(",")));
       assertThat(rows).as(style + ": effect rows : distinct ids on the new primary (" + divergence(ids, applied) + ")")
@@ -176,7 +181,8 @@ final class SwitchWorkload implements AutoCloseable {
           .isEmpty();
       int beyond = outcomes.size() - publishedCount();
       if (beyond > 0) {
-        System.out.println(style + ": " + beyond + " outcome(s) beyond the deliveries (redeliveries: duplicates, or a dead letter again)");
+        System.out.println(
+            style + ": " + beyond + " outcome(s) beyond the deliveries (redeliveries: duplicates, or a dead letter again)");
       }
       assertThat(deadLettered).as(style + ": dead letters (only the poison messages, never a failover error)")
           .allSatisfy(o -> {
@@ -208,7 +214,8 @@ final class SwitchWorkload implements AutoCloseable {
           .filter(e -> e.getValue().size() > published.getOrDefault(e.getKey(), new AtomicInteger()).get())
           .map(e -> e.getKey() + "=" + e.getValue()).toList();
       Map<String, Long> missingByKey = missing.stream()
-          .collect(Collectors.groupingBy(id -> "account-" + Long.parseLong(id.substring(2)) % 16, TreeMap::new, Collectors.counting()));
+          .collect(Collectors.groupingBy(id -> "account-" + Long.parseLong(id.substring(2)) % 16, TreeMap::new,
+              Collectors.counting()));
       return "not applied: " + missing.size() + " " + abbreviate(missing.stream().map(id -> id + "=" + statuses.get(id)).toList())
           + " by key " + missingByKey
           + "; outcomes beyond the deliveries: " + extra.size() + " " + abbreviate(extra)
@@ -225,10 +232,11 @@ final class SwitchWorkload implements AutoCloseable {
       for (String node : Formation.NODES) {
         String rows;
         try {
-          rows = Formation.query(formation.nodeUrl(node), "SELECT string_agg(server_port || ': ' || n || ' rows, m-' || lo || '..m-' || hi"
-              + " || ' at ' || t0 || '..' || t1, '; ') FROM (SELECT server_port, count(*) n, min(substr(message_id, 3)::int) lo,"
-              + " max(substr(message_id, 3)::int) hi, to_char(min(committed_at), 'HH24:MI:SS.MS') t0,"
-              + " to_char(max(committed_at), 'HH24:MI:SS.MS') t1 FROM " + effects + " GROUP BY server_port) s");
+          rows = Formation.query(formation.nodeUrl(node),
+              "SELECT string_agg(server_port || ': ' || n || ' rows, m-' || lo || '..m-' || hi"
+                  + " || ' at ' || t0 || '..' || t1, '; ') FROM (SELECT server_port, count(*) n, min(substr(message_id, 3)::int) lo,"
+                  + " max(substr(message_id, 3)::int) hi, to_char(min(committed_at), 'HH24:MI:SS.MS') t0,"
+                  + " to_char(max(committed_at), 'HH24:MI:SS.MS') t1 FROM " + effects + " GROUP BY server_port) s");
         } catch (RuntimeException e) {
           rows = "unreachable (" + e.getMessage() + ")";
         }
@@ -262,7 +270,8 @@ final class SwitchWorkload implements AutoCloseable {
   /** Starts the consumers and a steady publisher: {@value #PER_TICK} messages per queue every 25 ms, 1 in 10 repeated, 1 in 400 poison. */
   void start() {
     lanes.forEach(Lane::start);
-    publisher = Flux.interval(TICK).onBackpressureDrop().publishOn(Schedulers.boundedElastic(), 1).subscribe(tick -> publishTick());
+    publisher = Flux.interval(TICK).onBackpressureDrop().publishOn(Schedulers.boundedElastic(), 1)
+        .subscribe(tick -> publishTick());
   }
 
   private synchronized void publishTick() {
@@ -328,7 +337,9 @@ final class SwitchWorkload implements AutoCloseable {
   private static final Comparator<String> NUMERIC = Comparator.comparingLong(id -> Long.parseLong(id.substring(2)));
 
   private static String abbreviate(List<String> items) {
-    return items.size() <= 40 ? items.toString() : items.subList(0, 20) + " ... " + items.subList(items.size() - 20, items.size());
+    return items.size() <= 40
+        ? items.toString()
+        : items.subList(0, 20) + " ... " + items.subList(items.size() - 20, items.size());
   }
 
   @Override

@@ -46,7 +46,8 @@ class SynchronousCommitIntegrationTests {
     try {
       consumer = IdempotentConsumer.<String>named(PostgresService.uniqueName("sync_commit")).inbox(inbox)
           .transactionTimeout(Duration.ofSeconds(2))
-          .handler((payload, tx) -> tx.sql("INSERT INTO " + effects + " (message_id) VALUES ($1)").bind(0, tx.messageId()).execute())
+          .handler(
+              (payload, tx) -> tx.sql("INSERT INTO " + effects + " (message_id) VALUES ($1)").bind(0, tx.messageId()).execute())
           .build().process(Flux.just(delivery).concatWith(Flux.never())).subscribe(outcomes::add);
 
       // Its COMMIT still waits for a standby well past the 2 s transaction timeout: not cancelled.
@@ -66,7 +67,8 @@ class SynchronousCommitIntegrationTests {
           .pollInterval(Duration.ofMillis(200)).until(() -> outcomes.size() == 1);
       assertThat(outcomes.get(0).status()).isIn(Outcome.Status.PROCESSED, Outcome.Status.DUPLICATE);
       assertThat(delivery.ackCount()).as("acks").isEqualTo(1);
-      assertThat(Formation.query(formation.failoverUrl(), "SELECT count(*)::text FROM " + effects)).as("effect rows").isEqualTo("1");
+      assertThat(Formation.query(formation.failoverUrl(), "SELECT count(*)::text FROM " + effects)).as("effect rows")
+          .isEqualTo("1");
       // And the standbys have it: the commit was confirmed, not cut short.
       for (String standby : Formation.others(primary)) {
         Awaitility.await(standby + " replays the effect").atMost(Duration.ofSeconds(30)).pollInterval(Duration.ofMillis(200))

@@ -39,8 +39,7 @@ public record ContractReport(String handlerName, int messages, List<ScheduleRun>
    * @param deliveries how many deliveries it handed the pipeline
    * @param elapsed its wall time
    */
-  public record ScheduleRun(Schedule schedule, int deliveries, Duration elapsed) {
-  }
+  public record ScheduleRun(Schedule schedule, int deliveries, Duration elapsed) {}
 
   /**
    * Tells whether the handler kept the contract under every schedule.

@@ -9,8 +9,7 @@ import java.io.Serial;
  */
 public final class ContractViolation extends AssertionError {
 
-  @Serial
-  private static final long serialVersionUID = 1L;
+  @Serial private static final long serialVersionUID = 1L;
 
   /** The report, not serialized. */
   private final transient ContractReport report;

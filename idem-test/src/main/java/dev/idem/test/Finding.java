@@ -51,8 +51,10 @@ public record Finding(Mistake mistake, Schedule schedule, String step, List<Stri
   }
 
   private static String abbreviate(String text) {
-    return text == null || text.length() <= 400 ? String.valueOf(text) : text.substring(0, 400) + "... ("
-        + text.length() + " chars)";
+    return text == null || text.length() <= 400
+        ? String.valueOf(text)
+        : text.substring(0, 400) + "... ("
+            + text.length() + " chars)";
   }
 
   @Override

@@ -173,6 +173,5 @@ public final class InMemoryDelivery<T> extends AbstractDelivery<T> {
         + settledAs() + "]";
   }
 
-  private record Settled(@Nullable DeadLetter deadLetter) {
-  }
+  private record Settled(@Nullable DeadLetter deadLetter) {}
 }

@@ -21,8 +21,7 @@ public final class InMemorySource<T> {
   private final List<InMemoryDelivery<T>> sent = new CopyOnWriteArrayList<>();
 
   /** Creates an empty, open source. */
-  public InMemorySource() {
-  }
+  public InMemorySource() {}
 
   /**
    * A source holding these deliveries, already completed: {@code process(...)} completes after

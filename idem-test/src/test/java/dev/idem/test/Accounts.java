@@ -14,8 +14,7 @@ import java.util.stream.IntStream;
 final class Accounts {
 
   /** A payment of {@code amount} to {@code account}. */
-  record Payment(long account, long amount) {
-  }
+  record Payment(long account, long amount) {}
 
   final String accounts = PostgresService.uniqueName("kit_accounts");
   final String ledger = PostgresService.uniqueName("kit_ledger");
@@ -32,7 +31,7 @@ final class Accounts {
   }
 
   String[] reset() {
-    return new String[] {
+    return new String[]{
         "DELETE FROM " + ledger,
         "DELETE FROM " + accounts,
         "INSERT INTO " + accounts + " (id, balance) VALUES (1, 0), (2, 0), (3, 0)"};
@@ -68,11 +67,11 @@ final class Accounts {
       Long[] accountIds = items.stream().map(i -> i.payload().account()).toArray(Long[]::new);
       Long[] amounts = items.stream().map(i -> i.payload().amount()).toArray(Long[]::new);
       return tx.sql("UPDATE " + accounts + " a SET balance = a.balance + p.total FROM (SELECT account, sum(amount)"
-              + " AS total FROM unnest($1::bigint[], $2::bigint[]) AS u(account, amount) GROUP BY account) p"
-              + " WHERE a.id = p.account")
+          + " AS total FROM unnest($1::bigint[], $2::bigint[]) AS u(account, amount) GROUP BY account) p"
+          + " WHERE a.id = p.account")
           .bind(0, accountIds).bind(1, amounts).execute()
           .then(tx.sql("INSERT INTO " + ledger + " (message_id, account, amount)"
-                  + " SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[])")
+              + " SELECT * FROM unnest($1::text[], $2::bigint[], $3::bigint[])")
               .bind(0, ids).bind(1, accountIds).bind(2, amounts).execute());
     };
   }

@@ -86,9 +86,9 @@ class HandlerContractIntegrationTests {
   @Test
   void anEffectWrittenOnAnotherConnectionIsReportedAsOutsideTheTransaction() {
     Handler<Payment> handler = (payment, tx) -> tx.sql("UPDATE " + accounts.accounts
-            + " SET balance = balance + $1 WHERE id = $2").bind(0, payment.amount()).bind(1, payment.account()).execute()
+        + " SET balance = balance + $1 WHERE id = $2").bind(0, payment.amount()).bind(1, payment.account()).execute()
         .then(Mono.usingWhen(pool.create(), other -> Mono.from(other.createStatement("INSERT INTO " + accounts.ledger
-                + " (message_id, account, amount) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING")
+            + " (message_id, account, amount) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING")
             .bind(0, tx.messageId()).bind(1, payment.account()).bind(2, payment.amount()).execute())
             .flatMap(result -> Mono.from(result.getRowsUpdated())), Connection::close));
 

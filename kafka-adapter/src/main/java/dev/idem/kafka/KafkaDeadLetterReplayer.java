@@ -260,7 +260,8 @@ public final class KafkaDeadLetterReplayer {
      * @return this builder
      */
     public Builder clientProperty(String name, Object value) {
-      clientProperties.put(Objects.requireNonNull(name, "clientProperty name"), Objects.requireNonNull(value, "clientProperty value"));
+      clientProperties.put(Objects.requireNonNull(name, "clientProperty name"),
+          Objects.requireNonNull(value, "clientProperty value"));
       return this;
     }
 

@@ -130,7 +130,8 @@ public final class KafkaRedeliveryHorizon implements RedeliveryHorizon {
 
   private static Config await(String topic, @Nullable KafkaFuture<Config> future, long deadline) {
     if (future == null) {
-      throw new IllegalStateException("Cannot read the configs of topic '" + topic + "': the admin client returned no answer for it");
+      throw new IllegalStateException(
+          "Cannot read the configs of topic '" + topic + "': the admin client returned no answer for it");
     }
     try {
       return future.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
@@ -141,12 +142,16 @@ public final class KafkaRedeliveryHorizon implements RedeliveryHorizon {
             + "), so its retention.ms, segment.ms and cleanup.policy cannot be read for the retention window check; "
             + "create the topic first, or name only the consumer's topics in KafkaRedeliveryHorizon.of", cause);
       }
-      throw new IllegalStateException("Cannot read the configs of topic '" + topic + "' (retention.ms, segment.ms, cleanup.policy): "
-          + cause.getClass().getSimpleName() + ": " + cause.getMessage(), cause);
+      throw new IllegalStateException(
+          "Cannot read the configs of topic '" + topic + "' (retention.ms, segment.ms, cleanup.policy): "
+              + cause.getClass().getSimpleName() + ": " + cause.getMessage(),
+          cause);
     } catch (TimeoutException e) {
       future.cancel(true);
-      throw new IllegalStateException("Cannot read the configs of topic '" + topic + "' (retention.ms, segment.ms, cleanup.policy): "
-          + "no answer within " + TIMEOUT, e);
+      throw new IllegalStateException(
+          "Cannot read the configs of topic '" + topic + "' (retention.ms, segment.ms, cleanup.policy): "
+              + "no answer within " + TIMEOUT,
+          e);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new IllegalStateException("Interrupted while reading the configs of topic '" + topic + "'", e);

@@ -204,7 +204,8 @@ public final class KafkaSourceOptions<T> {
 
   @Override
   public String toString() {
-    return "KafkaSourceOptions[bootstrapServers=" + settings.bootstrapServers + ", groupId=" + settings.groupId + ", topics=" + settings.topics
+    return "KafkaSourceOptions[bootstrapServers=" + settings.bootstrapServers + ", groupId=" + settings.groupId + ", topics="
+        + settings.topics
         + ", valueDeserializer=" + valueDeserializer().getClass().getName()
         + ", messageIdHeader=" + settings.messageIdHeader + ", messageIdExtractor=" + (settings.messageIdExtractor != null)
         + ", offsetFallbackId=" + settings.offsetFallbackId + ", prefetch=" + settings.prefetch

@@ -25,5 +25,6 @@ public interface MessageIdExtractor<T> {
    *     was {@code null}
    * @return the message id, or {@code null} for none
    */
-  @Nullable String messageId(ConsumerRecord<byte[], byte[]> record, @Nullable T payload);
+  @Nullable
+  String messageId(ConsumerRecord<byte[], byte[]> record, @Nullable T payload);
 }

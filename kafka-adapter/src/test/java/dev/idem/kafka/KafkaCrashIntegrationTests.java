@@ -44,7 +44,8 @@ class KafkaCrashIntegrationTests {
       long before = 0;
       for (int round = 1; round <= 2; round++) {
         long threshold = before + 300;
-        Process process = ConsumerProcess.start(s.kafka.bootstrapServers(), s.topic, s.group, s.consumer, s.table, s.pg.url(), log, maxBatchSize);
+        Process process = ConsumerProcess.start(s.kafka.bootstrapServers(), s.topic, s.group, s.consumer, s.table, s.pg.url(),
+            log, maxBatchSize);
         try {
           await().atMost(TIMEOUT).until(() -> s.effects() >= threshold || !process.isAlive());
           assertThat(process.isAlive()).as("consumer process alive (see %s)", log).isTrue();
@@ -58,7 +59,8 @@ class KafkaCrashIntegrationTests {
       }
 
       IdempotentConsumer<String> consumer = IdempotentConsumer.<String>named(s.consumer)
-          .inbox(s.inbox).handler(s.recordingHandler()).concurrency(8).ordering(Ordering.UNORDERED).maxBatchSize(maxBatchSize).build();
+          .inbox(s.inbox).handler(s.recordingHandler()).concurrency(8).ordering(Ordering.UNORDERED).maxBatchSize(maxBatchSize)
+          .build();
       try (KafkaSource<String> source = KafkaSource.create(s.options().build())) {
         Disposable running = consumer.process(source.receive()).subscribe();
         try {

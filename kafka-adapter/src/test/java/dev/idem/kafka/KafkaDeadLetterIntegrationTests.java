@@ -38,7 +38,8 @@ class KafkaDeadLetterIntegrationTests {
     try (Scenario s = new Scenario("dlt", 1)) {
       String dlt = s.topic + ".DLT";
       s.kafka.createTopic(dlt, 1);
-      ProducerRecord<byte[], byte[]> poison = new ProducerRecord<>(s.topic, 0, "kp".getBytes(StandardCharsets.UTF_8), StrictUtf8Deserializer.POISON);
+      ProducerRecord<byte[], byte[]> poison = new ProducerRecord<>(s.topic, 0, "kp".getBytes(StandardCharsets.UTF_8),
+          StrictUtf8Deserializer.POISON);
       poison.headers().add("message-id", "poison-1".getBytes(StandardCharsets.UTF_8));
       s.kafka.sendAll(List.of(
           KafkaService.record(s.topic, 0, "k0", "ok-0", "hello-0"),
@@ -179,13 +180,18 @@ class KafkaDeadLetterIntegrationTests {
         try {
           await().atMost(TIMEOUT).until(() -> first.keySet().containsAll(List.of(0L, 2L, 3L, 4L)));
           // Said at ERROR when it happens, with the partition, offset and message id ...
-          await().atMost(TIMEOUT).until(() -> !logs.messages(Level.ERROR, m -> m.contains("the dead letter of " + partition + "@1 (message 'poison-1') failed for good")
-              && m.contains("RecordTooLargeException")).isEmpty());
+          await().atMost(TIMEOUT)
+              .until(() -> !logs.messages(Level.ERROR,
+                  m -> m.contains("the dead letter of " + partition + "@1 (message 'poison-1') failed for good")
+                      && m.contains("RecordTooLargeException"))
+                  .isEmpty());
           // ... and again, with how long, for as long as the partition's commits are held.
-          await().atMost(TIMEOUT).until(() -> logs.messages(Level.ERROR, m -> m.contains("commits of " + partition + " are held at offset 1 for ")
-              && m.contains("'poison-1'")).size() >= 2);
+          await().atMost(TIMEOUT)
+              .until(() -> logs.messages(Level.ERROR, m -> m.contains("commits of " + partition + " are held at offset 1 for ")
+                  && m.contains("'poison-1'")).size() >= 2);
           await().atMost(TIMEOUT).untilAsserted(() -> assertThat(s.committed()).containsEntry(0, 1L));
-          assertThat(registry.get(KafkaSource.FAILED_DEAD_LETTERS_METRIC).tag("idem.source", s.group).counter().count()).isEqualTo(1.0);
+          assertThat(registry.get(KafkaSource.FAILED_DEAD_LETTERS_METRIC).tag("idem.source", s.group).counter().count())
+              .isEqualTo(1.0);
           assertThat(registry.get(KafkaSource.HELD_PARTITIONS_METRIC).tag("idem.source", s.group).gauge().value()).isEqualTo(1.0);
         } finally {
           running.dispose();
@@ -194,7 +200,8 @@ class KafkaDeadLetterIntegrationTests {
       // Closing the source committed everything settled: up to the refused record, not past it.
       assertThat(s.committed()).containsEntry(0, 1L);
       assertThat(first).doesNotContainKey(1L).containsValues(Outcome.Status.PROCESSED);
-      assertThat(s.pg.column("SELECT message_id FROM " + s.table + " ORDER BY seq")).containsExactly("ok-0", "ok-2", "ok-3", "ok-4");
+      assertThat(s.pg.column("SELECT message_id FROM " + s.table + " ORDER BY seq")).containsExactly("ok-0", "ok-2", "ok-3",
+          "ok-4");
       assertThat(s.kafka.readAll(dlt)).isEmpty();
 
       // Nothing is lost: once the dead-letter topic takes it, the record comes back after a restart,

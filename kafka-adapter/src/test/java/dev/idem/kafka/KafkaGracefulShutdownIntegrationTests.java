@@ -42,7 +42,7 @@ class KafkaGracefulShutdownIntegrationTests {
     return (payload, tx) -> {
       MessageMetadata m = tx.metadata();
       return tx.sql("INSERT INTO " + s.table + "_meta (message_id, topic, part, off, k, trace, attempt) "
-              + "VALUES ($1, $2, $3, $4, $5, $6, $7)")
+          + "VALUES ($1, $2, $3, $4, $5, $6, $7)")
           .bind(0, m.messageId())
           .bind(1, m.broker().get(MessageMetadata.KAFKA_TOPIC))
           .bind(2, Integer.parseInt(m.broker().get(MessageMetadata.KAFKA_PARTITION)))
@@ -83,7 +83,7 @@ class KafkaGracefulShutdownIntegrationTests {
         try (KafkaSource<String> source = KafkaSource.create(options)) {
           builder.handler(metadataHandler(s, Duration.ofMillis(150))).build()
               .process(source.receive(), shutdown)
-              .subscribe(outcomes::add, error -> { }, () -> completed.set(true));
+              .subscribe(outcomes::add, error -> {}, () -> completed.set(true));
           await().atMost(TIMEOUT).until(() -> outcomes.size() >= 6);
           report = shutdown.stop(Duration.ofSeconds(30)).block(TIMEOUT);
         }
@@ -98,7 +98,8 @@ class KafkaGracefulShutdownIntegrationTests {
         assertThat(applied.values().stream().mapToLong(Long::longValue).sum()).isEqualTo(outcomes.size());
         assertThat(outcomes.size()).isLessThan(MESSAGES);
         for (int p = 0; p < PARTITIONS; p++) {
-          assertThat(committed.getOrDefault(p, 0L)).as("committed offset of partition %d", p).isEqualTo(applied.getOrDefault(p, 0L));
+          assertThat(committed.getOrDefault(p, 0L)).as("committed offset of partition %d", p)
+              .isEqualTo(applied.getOrDefault(p, 0L));
         }
 
         // The next consumer of the group processes the rest.
@@ -106,7 +107,8 @@ class KafkaGracefulShutdownIntegrationTests {
           Disposable running = builder.handler(metadataHandler(s, Duration.ZERO)).build().process(source.receive()).subscribe();
           try {
             Map<Integer, Long> end = s.end();
-            await().atMost(TIMEOUT).pollInterval(Duration.ofMillis(300)).untilAsserted(() -> assertThat(s.committed()).isEqualTo(end));
+            await().atMost(TIMEOUT).pollInterval(Duration.ofMillis(300))
+                .untilAsserted(() -> assertThat(s.committed()).isEqualTo(end));
           } finally {
             running.dispose();
           }
@@ -115,7 +117,8 @@ class KafkaGracefulShutdownIntegrationTests {
         assertThat(s.pg.count("SELECT count(DISTINCT message_id) FROM " + s.table + "_meta")).isEqualTo(MESSAGES);
         // The metadata the handler saw is the record's.
         for (int i = 0; i < MESSAGES; i++) {
-          List<Map<String, Object>> rows = s.pg.query("SELECT topic, part, k, trace, attempt FROM " + s.table + "_meta WHERE message_id = $1",
+          List<Map<String, Object>> rows = s.pg.query(
+              "SELECT topic, part, k, trace, attempt FROM " + s.table + "_meta WHERE message_id = $1",
               "msg-" + i);
           assertThat(rows).hasSize(1);
           assertThat(rows.get(0)).containsEntry("topic", s.topic).containsEntry("part", i % PARTITIONS)

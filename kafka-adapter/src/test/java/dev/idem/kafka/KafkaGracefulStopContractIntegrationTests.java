@@ -57,7 +57,8 @@ class KafkaGracefulStopContractIntegrationTests {
 
   @ParameterizedTest(name = "{0}")
   @EnumSource(Mode.class)
-  void aStopWhileMessagesFlowAbandonsNothingCommitsWhatSettledAndTheFollowUpConsumerAppliesTheRestOnce(Mode mode) throws Exception {
+  void aStopWhileMessagesFlowAbandonsNothingCommitsWhatSettledAndTheFollowUpConsumerAppliesTheRestOnce(Mode mode)
+      throws Exception {
     try (Scenario s = new Scenario("stopmatrix", PARTITIONS)) {
       Stream one = new Stream();
       Stream two = new Stream();
@@ -109,7 +110,8 @@ class KafkaGracefulStopContractIntegrationTests {
       // ... after at least two more runs of its handler, each after a backoff that began after the stop. Counted by the
       // workload, not read from the outcome's attempts: those count the attempts of the run the message settled in,
       // which depends on how a batch split (one run of this test on a busy machine settled the trigger with attempts 1).
-      assertThat(workload.triggerRunsAfterStop()).as("runs of the trigger's handler after the stop began").isGreaterThanOrEqualTo(2);
+      assertThat(workload.triggerRunsAfterStop()).as("runs of the trigger's handler after the stop began")
+          .isGreaterThanOrEqualTo(2);
       assertPhaseOneApplied(s, settled);
       // No redelivery of what could be committed: each partition's committed offset is where its
       // settled prefix ends, not before (a settled record's commit lost) and not after (a record
@@ -128,7 +130,8 @@ class KafkaGracefulStopContractIntegrationTests {
       Stream rest = new Stream();
       try (KafkaSource<String> sourceRest = KafkaSource.create(s.options().prefetch(256).build())) {
         rest.start(workload.consumer(IdempotentConsumer.<String>named(s.consumer).inbox(s.inbox), mode), sourceRest);
-        await().atMost(TIMEOUT).pollInterval(Duration.ofMillis(300)).untilAsserted(() -> assertThat(s.committed()).isEqualTo(end));
+        await().atMost(TIMEOUT).pollInterval(Duration.ofMillis(300))
+            .untilAsserted(() -> assertThat(s.committed()).isEqualTo(end));
         ShutdownReport reportRest = rest.shutdown.stop(GRACE).block(TIMEOUT);
         assertThat(reportRest.abandonedInFlight()).isZero();
       }
@@ -179,7 +182,8 @@ class KafkaGracefulStopContractIntegrationTests {
     assertThat(settled).filteredOn(o -> o.status() == Outcome.Status.DUPLICATE).extracting(Outcome::messageId)
         .allMatch(processed::contains);
     Map<String, Long> published = GracefulStopWorkload.publishedPerId();
-    GracefulStopWorkload.perId(settled).forEach((id, n) -> assertThat(n).as("outcomes of %s", id).isLessThanOrEqualTo(published.get(id)));
+    GracefulStopWorkload.perId(settled)
+        .forEach((id, n) -> assertThat(n).as("outcomes of %s", id).isLessThanOrEqualTo(published.get(id)));
   }
 
   /** A record's place in the topic. */
@@ -187,7 +191,8 @@ class KafkaGracefulStopContractIntegrationTests {
 
   private static Record record(Outcome<String> outcome) {
     Map<String, String> at = outcome.delivery().brokerCoordinates();
-    return new Record(Integer.parseInt(at.get(MessageMetadata.KAFKA_PARTITION)), Long.parseLong(at.get(MessageMetadata.KAFKA_OFFSET)));
+    return new Record(Integer.parseInt(at.get(MessageMetadata.KAFKA_PARTITION)),
+        Long.parseLong(at.get(MessageMetadata.KAFKA_OFFSET)));
   }
 
   private static Set<Record> records(List<Outcome<String>> outcomes) {

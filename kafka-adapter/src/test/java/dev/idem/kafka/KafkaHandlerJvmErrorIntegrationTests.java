@@ -46,7 +46,7 @@ class KafkaHandlerJvmErrorIntegrationTests {
       try (KafkaSource<String> source = KafkaSource.create(s.options().build())) {
         IdempotentConsumer<String> broken = IdempotentConsumer.<String>named(s.consumer).inbox(s.inbox).handler(overflowsOnFive)
             .ordering(Ordering.BY_PARTITION).build();
-        Disposable running = broken.process(source.receive()).subscribe(o -> { }, terminated::set);
+        Disposable running = broken.process(source.receive()).subscribe(o -> {}, terminated::set);
         try {
           await().atMost(TIMEOUT).until(() -> terminated.get() != null);
         } finally {
@@ -66,7 +66,8 @@ class KafkaHandlerJvmErrorIntegrationTests {
         Disposable running = fixed.process(source.receive()).subscribe();
         try {
           Map<Integer, Long> end = s.end();
-          await().atMost(TIMEOUT).pollInterval(Duration.ofMillis(300)).untilAsserted(() -> assertThat(s.committed()).isEqualTo(end));
+          await().atMost(TIMEOUT).pollInterval(Duration.ofMillis(300))
+              .untilAsserted(() -> assertThat(s.committed()).isEqualTo(end));
         } finally {
           running.dispose();
         }

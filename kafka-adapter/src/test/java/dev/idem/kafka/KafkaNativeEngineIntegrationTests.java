@@ -36,9 +36,9 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import java.util.stream.Collectors;
 import javax.management.MBeanServer;
 import javax.management.ObjectName;
-import java.util.stream.Collectors;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
@@ -166,7 +166,8 @@ class KafkaNativeEngineIntegrationTests {
           .concurrency(4).ordering(Ordering.UNORDERED)
           .build();
       // A grace period far longer than the records stay held after the revocation begins.
-      KafkaSourceOptions<String> options = nativeOptions(s).prefetch(firstBatch * 2).revocationGracePeriod(Duration.ofSeconds(60)).build();
+      KafkaSourceOptions<String> options = nativeOptions(s).prefetch(firstBatch * 2).revocationGracePeriod(Duration.ofSeconds(60))
+          .build();
       try (KafkaSource<String> one = KafkaSource.create(options); KafkaSource<String> two = KafkaSource.create(options)) {
         Disposable firstRunning = first.process(one.receive()).subscribe(byFirst::add);
         Disposable secondRunning = null;
@@ -199,13 +200,13 @@ class KafkaNativeEngineIntegrationTests {
               .untilAsserted(() -> assertThat(s.committed()).isEqualTo(end));
 
           // Every held record settled on the first member, also those of the revoked partitions.
-          assertThat(byFirst.offsets(revoked)).allSatisfy((partition, offsets) ->
-              assertThat(offsets).as("partition %d", partition).containsAll(range(0, perPartition)));
+          assertThat(byFirst.offsets(revoked)).allSatisfy(
+              (partition, offsets) -> assertThat(offsets).as("partition %d", partition).containsAll(range(0, perPartition)));
           // The second member starts each revoked partition right after them: they were committed
           // before the partitions moved, so it never saw one of them again.
           assertThat(bySecond.offsets(Set.of(0, 1, 2, 3)).keySet()).isEqualTo(revoked);
-          assertThat(bySecond.offsets(revoked)).allSatisfy((partition, offsets) ->
-              assertThat(offsets).as("partition %d", partition).isEqualTo(range(perPartition, 2 * perPartition)));
+          assertThat(bySecond.offsets(revoked)).allSatisfy((partition, offsets) -> assertThat(offsets)
+              .as("partition %d", partition).isEqualTo(range(perPartition, 2 * perPartition)));
           assertThat(duplicatesOfSecond.get()).isZero();
         } finally {
           firstRunning.dispose();
@@ -285,7 +286,7 @@ class KafkaNativeEngineIntegrationTests {
       boolean closed = false;
       try {
         Disposable running = consumer.process(source.receive())
-            .subscribe(o -> { }, e -> terminal.set("error " + e), () -> terminal.set("complete"));
+            .subscribe(o -> {}, e -> terminal.set("error " + e), () -> terminal.set("complete"));
         try {
           await().atMost(TIMEOUT).pollInterval(Duration.ofMillis(200))
               .until(() -> List.copyOf(s.kafka.assignments(s.group, s.topic).values()).equals(List.of(Set.of(0, 1))));
@@ -491,7 +492,8 @@ class KafkaNativeEngineIntegrationTests {
     void add(Outcome<String> outcome) {
       Map<String, String> at = outcome.delivery().brokerCoordinates();
       int partition = Integer.parseInt(at.get(MessageMetadata.KAFKA_PARTITION));
-      offsets.computeIfAbsent(partition, p -> new ConcurrentSkipListSet<>()).add(Long.parseLong(at.get(MessageMetadata.KAFKA_OFFSET)));
+      offsets.computeIfAbsent(partition, p -> new ConcurrentSkipListSet<>())
+          .add(Long.parseLong(at.get(MessageMetadata.KAFKA_OFFSET)));
       count.incrementAndGet();
     }
 
@@ -547,7 +549,8 @@ class KafkaNativeEngineIntegrationTests {
     for (ObjectName name : server.queryNames(new ObjectName("kafka.consumer:type=consumer-fetch-manager-metrics,*"), null)) {
       if (topic.equals(name.getKeyProperty("topic")) && name.getKeyProperty("partition") != null) {
         // A partition's lag and lead metrics appear with the first records returned from it.
-        boolean polled = Arrays.stream(server.getMBeanInfo(name).getAttributes()).anyMatch(a -> a.getName().equals("records-lead"));
+        boolean polled = Arrays.stream(server.getMBeanInfo(name).getAttributes())
+            .anyMatch(a -> a.getName().equals("records-lead"));
         Object lead = polled ? server.getAttribute(name, "records-lead") : null;
         if (lead instanceof Double d && !d.isNaN()) {
           total += d.longValue();

@@ -7,8 +7,8 @@ import dev.idem.IdempotentConsumer;
 import dev.idem.Ordering;
 import dev.idem.Outcome;
 import dev.idem.kafka.testing.KafkaService;
-import dev.idem.outbox.OutboxRecord;
 import dev.idem.outbox.OutboxPublisher;
+import dev.idem.outbox.OutboxRecord;
 import dev.idem.outbox.OutboxRelay;
 import dev.idem.outbox.PostgresOutbox;
 import dev.idem.outbox.RelayOrdering;
@@ -62,7 +62,7 @@ class KafkaOutboxPublisherIntegrationTests {
   }
 
   private void start(OutboxRelay relay) {
-    running.add(relay.run().subscribe(m -> { }, e -> System.err.println("relay failed: " + e)));
+    running.add(relay.run().subscribe(m -> {}, e -> System.err.println("relay failed: " + e)));
   }
 
   private long rows(String status) {
@@ -76,7 +76,8 @@ class KafkaOutboxPublisherIntegrationTests {
     props.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
     props.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
     List<ConsumerRecord<byte[], byte[]>> records = new ArrayList<>();
-    try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(props, new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
+    try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(props, new ByteArrayDeserializer(),
+        new ByteArrayDeserializer())) {
       consumer.subscribe(List.of(scenario.topic));
       long deadline = System.nanoTime() + TIMEOUT.toNanos();
       while (records.size() < expected && System.nanoTime() < deadline) {
@@ -93,7 +94,8 @@ class KafkaOutboxPublisherIntegrationTests {
   @Test
   void relayedRowsReachTheTopicWithTheirKeyInKeyOrderAndTheRowIdAsMessageIdHeader() {
     List<String> ids = OutboxTesting.write(scenario.pool, outbox, IntStream.range(0, 300)
-        .mapToObj(i -> OutboxRecord.to(scenario.topic).key("customer-" + (i % 10)).payload(Integer.toString(i)).header("kind", "refund").build())
+        .mapToObj(i -> OutboxRecord.to(scenario.topic).key("customer-" + (i % 10)).payload(Integer.toString(i))
+            .header("kind", "refund").build())
         .toList());
 
     start(OutboxRelay.builder(outbox, publisher).ordering(RelayOrdering.BY_KEY).workers(2).batchSize(50).build());
@@ -107,7 +109,8 @@ class KafkaOutboxPublisherIntegrationTests {
     Map<String, Integer> partitionByKey = new HashMap<>();
     for (ConsumerRecord<byte[], byte[]> r : records) {
       String key = new String(r.key(), StandardCharsets.UTF_8);
-      valuesByKey.computeIfAbsent(key, k -> new ArrayList<>()).add(Integer.parseInt(new String(r.value(), StandardCharsets.UTF_8)));
+      valuesByKey.computeIfAbsent(key, k -> new ArrayList<>())
+          .add(Integer.parseInt(new String(r.value(), StandardCharsets.UTF_8)));
       assertThat(partitionByKey.computeIfAbsent(key, k -> r.partition())).isEqualTo(r.partition());
     }
     assertThat(valuesByKey).hasSize(10);
@@ -122,7 +125,8 @@ class KafkaOutboxPublisherIntegrationTests {
     await().atMost(TIMEOUT).until(() -> rows("SENT") == 100);
     // What a relay crash between publish and mark leaves behind: the rows are pending again and go out a second time, same ids.
     scenario.pg.execute("UPDATE " + outbox.table() + " SET status = 'PENDING', sent_at = NULL");
-    await().atMost(TIMEOUT).until(() -> rows("SENT") == 100 && scenario.end().values().stream().mapToLong(Long::longValue).sum() == 200);
+    await().atMost(TIMEOUT)
+        .until(() -> rows("SENT") == 100 && scenario.end().values().stream().mapToLong(Long::longValue).sum() == 200);
 
     Map<Outcome.Status, AtomicInteger> outcomes = new ConcurrentHashMap<>();
     IdempotentConsumer<String> downstream = IdempotentConsumer.<String>named(scenario.consumer).inbox(scenario.inbox)
@@ -159,7 +163,8 @@ class KafkaOutboxPublisherIntegrationTests {
       rowsByKey.computeIfAbsent(new String(r.key(), StandardCharsets.UTF_8), k -> new ArrayList<>())
           .add(Integer.parseInt(new String(r.value(), StandardCharsets.UTF_8)));
     }
-    assertThat(rowsByKey).hasSize(7).allSatisfy((key, rows) -> assertThat(rows).as("rows of %s in arrival order", key).isSorted());
+    assertThat(rowsByKey).hasSize(7)
+        .allSatisfy((key, rows) -> assertThat(rows).as("rows of %s in arrival order", key).isSorted());
     assertThat(scenario.pg.count("SELECT count(*) FROM " + outbox.table() + " WHERE attempts = 2")).isEqualTo(60);
   }
 
@@ -173,7 +178,8 @@ class KafkaOutboxPublisherIntegrationTests {
   /** Fails the first attempt of rows 0, 5, 10, ...: their key's later rows must wait for the retry. */
   private static OutboxPublisher failingFirstAttemptOfEveryFifthRow(OutboxPublisher publisher) {
     return message -> message.attempt() == 1 && Integer.parseInt(new String(message.payload(), StandardCharsets.UTF_8)) % 5 == 0
-        ? Mono.error(new IllegalStateException("first attempt of row " + new String(message.payload(), StandardCharsets.UTF_8) + " fails"))
+        ? Mono.error(
+            new IllegalStateException("first attempt of row " + new String(message.payload(), StandardCharsets.UTF_8) + " fails"))
         : publisher.publish(message);
   }
 }

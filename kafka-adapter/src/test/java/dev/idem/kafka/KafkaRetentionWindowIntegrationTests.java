@@ -45,7 +45,8 @@ class KafkaRetentionWindowIntegrationTests {
         .checkedAgainst(KafkaRedeliveryHorizon.of(kafka.bootstrapServers(), topic)).build();
     AtomicBoolean consumerStarted = new AtomicBoolean();
 
-    assertThatThrownBy(() -> retention.alongside(Flux.never().doOnSubscribe(s -> consumerStarted.set(true))).blockFirst(Duration.ofSeconds(60)))
+    assertThatThrownBy(
+        () -> retention.alongside(Flux.never().doOnSubscribe(s -> consumerStarted.set(true))).blockFirst(Duration.ofSeconds(60)))
         .isInstanceOf(RetentionWindowException.class)
         .hasMessageContaining("Retention window PT30M of window_check_not_created")
         .hasMessageContaining("topic '" + topic + "' retention.ms=3600000 + segment.ms=600000")
@@ -56,7 +57,8 @@ class KafkaRetentionWindowIntegrationTests {
 
   /** The reported case: 2 h passed against 1 h retention although 7 d segments keep records for up to 169 h. */
   @Test
-  void windowLongerThanRetentionButShorterThanRetentionPlusSegmentIsRefusedNamingTopicBothSettingsAndTheRequiredWindow() throws Exception {
+  void windowLongerThanRetentionButShorterThanRetentionPlusSegmentIsRefusedNamingTopicBothSettingsAndTheRequiredWindow()
+      throws Exception {
     String topic = topic(Map.of("retention.ms", ONE_HOUR, "segment.ms", SEVEN_DAYS));
     Retention retention = Retention.builder().inbox(inbox, Duration.ofHours(2))
         .checkedAgainst(KafkaRedeliveryHorizon.of(kafka.bootstrapServers(), topic)).build();
@@ -87,8 +89,10 @@ class KafkaRetentionWindowIntegrationTests {
     String topic = topic(Map.of("retention.ms", ONE_HOUR, "segment.ms", TEN_MINUTES));
     KafkaRedeliveryHorizon horizon = KafkaRedeliveryHorizon.of(kafka.bootstrapServers(), topic);
 
-    Retention.builder().inbox(inbox, Duration.ofMinutes(70)).checkedAgainst(horizon).build().verifyWindow().block(Duration.ofSeconds(60));
-    Retention.builder().inbox(inbox, Duration.ofHours(2)).checkedAgainst(horizon).build().verifyWindow().block(Duration.ofSeconds(60));
+    Retention.builder().inbox(inbox, Duration.ofMinutes(70)).checkedAgainst(horizon).build().verifyWindow()
+        .block(Duration.ofSeconds(60));
+    Retention.builder().inbox(inbox, Duration.ofHours(2)).checkedAgainst(horizon).build().verifyWindow()
+        .block(Duration.ofSeconds(60));
     Retention.builder().inbox(inbox, Duration.ofMinutes(30)).checkedAgainst(horizon).allowWindowShorterThanBroker(true).build()
         .verifyWindow().block(Duration.ofSeconds(60));
   }
@@ -109,7 +113,8 @@ class KafkaRetentionWindowIntegrationTests {
   void compactAndDeleteTopicIsStillUnboundedBecauseCompactionMergesSegments() throws Exception {
     String topic = topic(Map.of("cleanup.policy", "compact,delete", "retention.ms", ONE_HOUR, "segment.ms", TEN_MINUTES));
 
-    RedeliveryHorizon.Horizon horizon = KafkaRedeliveryHorizon.of(kafka.bootstrapServers(), topic).horizon().block(Duration.ofSeconds(60));
+    RedeliveryHorizon.Horizon horizon = KafkaRedeliveryHorizon.of(kafka.bootstrapServers(), topic).horizon()
+        .block(Duration.ofSeconds(60));
 
     assertThat(horizon.kind()).isEqualTo(RedeliveryHorizon.Kind.UNBOUNDED);
     assertThat(horizon.source()).contains("topic '" + topic + "'").contains("cleanup.policy=compact,delete");

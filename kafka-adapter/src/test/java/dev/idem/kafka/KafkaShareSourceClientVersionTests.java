@@ -19,7 +19,8 @@ class KafkaShareSourceClientVersionTests {
   @Test
   void creatingTheSourceFailsAtOnceBeforeKafkaClients41AndSucceedsFromIt() throws Exception {
     String version = clientsVersion();
-    KafkaSourceOptions<String> options = KafkaSourceOptions.<String>builder().bootstrapServers("127.0.0.1:1").groupId("orders-queue")
+    KafkaSourceOptions<String> options = KafkaSourceOptions.<String>builder().bootstrapServers("127.0.0.1:1")
+        .groupId("orders-queue")
         .topics("orders").valueDeserializer(new StrictUtf8Deserializer()).build();
     String[] parts = version.split("[.-]");
     boolean before41 = Integer.parseInt(parts[0]) < 4 || Integer.parseInt(parts[0]) == 4 && Integer.parseInt(parts[1]) < 1;
@@ -40,11 +41,13 @@ class KafkaShareSourceClientVersionTests {
     if (version.startsWith("3.") || version.startsWith("4.0")) {
       return; // such clients are refused before these checks: see the test above
     }
-    KafkaSourceOptions.Builder<String> options = KafkaSourceOptions.<String>builder().bootstrapServers("127.0.0.1:1").groupId("orders-queue")
+    KafkaSourceOptions.Builder<String> options = KafkaSourceOptions.<String>builder().bootstrapServers("127.0.0.1:1")
+        .groupId("orders-queue")
         .topics("orders").valueDeserializer(new StrictUtf8Deserializer());
     assertThatThrownBy(() -> KafkaShareSource.create(options.build(), 0)).isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("consumers must be at least 1, was 0");
-    assertThatThrownBy(() -> KafkaShareSource.create(options.engine(KafkaEngine.REACTOR_KAFKA).build())).isInstanceOf(IllegalArgumentException.class)
+    assertThatThrownBy(() -> KafkaShareSource.create(options.engine(KafkaEngine.REACTOR_KAFKA).build()))
+        .isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("Reactor Kafka has no share consumer");
   }
 

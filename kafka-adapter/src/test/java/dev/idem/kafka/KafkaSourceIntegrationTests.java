@@ -35,7 +35,8 @@ class KafkaSourceIntegrationTests {
     try (Scenario s = new Scenario("bulk", 4)) {
       List<ProducerRecord<byte[], byte[]>> records = new ArrayList<>();
       for (int i = 0; i < 10_000; i++) {
-        ProducerRecord<byte[], byte[]> record = KafkaService.record(s.topic, null, "key-" + (i % 101), "msg-" + i, "payload-" + i);
+        ProducerRecord<byte[], byte[]> record = KafkaService.record(s.topic, null, "key-" + (i % 101), "msg-" + i,
+            "payload-" + i);
         records.add(record);
         if (i % 10 == 0) {
           records.add(KafkaService.record(s.topic, null, "key-" + (i % 101), "msg-" + i, "payload-" + i));

@@ -39,11 +39,14 @@ class KafkaSourceOptionsTests {
 
   @Test
   void missingRequiredSettingsAreNamed() {
-    assertThatThrownBy(() -> KafkaSourceOptions.<String>builder().groupId("g").topics("t").valueDeserializer(new StringDeserializer()).build())
+    assertThatThrownBy(
+        () -> KafkaSourceOptions.<String>builder().groupId("g").topics("t").valueDeserializer(new StringDeserializer()).build())
         .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("bootstrapServers");
-    assertThatThrownBy(() -> KafkaSourceOptions.<String>builder().bootstrapServers("b").topics("t").valueDeserializer(new StringDeserializer()).build())
+    assertThatThrownBy(() -> KafkaSourceOptions.<String>builder().bootstrapServers("b").topics("t")
+        .valueDeserializer(new StringDeserializer()).build())
         .hasMessageContaining("groupId");
-    assertThatThrownBy(() -> KafkaSourceOptions.<String>builder().bootstrapServers("b").groupId("g").valueDeserializer(new StringDeserializer()).build())
+    assertThatThrownBy(() -> KafkaSourceOptions.<String>builder().bootstrapServers("b").groupId("g")
+        .valueDeserializer(new StringDeserializer()).build())
         .hasMessageContaining("topics");
     assertThatThrownBy(() -> KafkaSourceOptions.<String>builder().bootstrapServers("b").groupId("g").topics("t").build())
         .hasMessageContaining("valueDeserializer");
@@ -74,15 +77,18 @@ class KafkaSourceOptionsTests {
 
   @Test
   void revocationGracePeriodMustBeShorterThanTheMaxPollInterval() {
-    assertThatThrownBy(() -> valid().consumerProperty("max.poll.interval.ms", 5000).revocationGracePeriod(Duration.ofSeconds(5)).build())
+    assertThatThrownBy(
+        () -> valid().consumerProperty("max.poll.interval.ms", 5000).revocationGracePeriod(Duration.ofSeconds(5)).build())
         .hasMessageContaining("revocationGracePeriod").hasMessageContaining("max.poll.interval.ms");
-    assertThat(valid().consumerProperty("max.poll.interval.ms", 5000).revocationGracePeriod(Duration.ofSeconds(4)).build()).isNotNull();
+    assertThat(valid().consumerProperty("max.poll.interval.ms", 5000).revocationGracePeriod(Duration.ofSeconds(4)).build())
+        .isNotNull();
   }
 
   @Test
   void toStringMasksSecrets() {
     KafkaSourceOptions<String> options = valid()
-        .consumerProperty("sasl.jaas.config", "org.apache.kafka.common.security.plain.PlainLoginModule required password=\"hunter2\";")
+        .consumerProperty("sasl.jaas.config",
+            "org.apache.kafka.common.security.plain.PlainLoginModule required password=\"hunter2\";")
         .consumerProperty("ssl.truststore.password", "hunter2")
         .producerProperty("ssl.key.password", "hunter2")
         .consumerProperty("security.protocol", "SASL_SSL")

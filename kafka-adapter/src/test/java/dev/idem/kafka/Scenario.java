@@ -1,10 +1,10 @@
 package dev.idem.kafka;
 
 import dev.idem.Handler;
-import dev.idem.postgres.PostgresInbox;
 import dev.idem.kafka.testing.KafkaService;
-import dev.idem.kafka.testing.TestEngine;
 import dev.idem.kafka.testing.StrictUtf8Deserializer;
+import dev.idem.kafka.testing.TestEngine;
+import dev.idem.postgres.PostgresInbox;
 import dev.idem.testing.PostgresService;
 import io.r2dbc.pool.ConnectionPool;
 import java.time.Duration;

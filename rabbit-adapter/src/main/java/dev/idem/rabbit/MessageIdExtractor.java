@@ -33,7 +33,8 @@ public interface MessageIdExtractor {
    * @param properties the message's AMQP properties
    * @return the id, or {@code null} when the message has none
    */
-  @Nullable String extract(Envelope envelope, AMQP.BasicProperties properties);
+  @Nullable
+  String extract(Envelope envelope, AMQP.BasicProperties properties);
 
   /**
    * The AMQP {@code message-id} property; the default.

@@ -28,7 +28,8 @@ public interface PayloadDecoder<T> {
    * @return the payload; {@code null} makes the message dead-lettered as missing payload
    * @throws Exception when the body cannot be decoded
    */
-  @Nullable T decode(byte[] body, AMQP.BasicProperties properties) throws Exception;
+  @Nullable
+  T decode(byte[] body, AMQP.BasicProperties properties) throws Exception;
 
   /**
    * The body as UTF-8 text.

@@ -58,7 +58,8 @@ public final class RabbitDeadLetterReplayer implements AutoCloseable {
 
   private static final Logger log = LoggerFactory.getLogger(RabbitDeadLetterReplayer.class);
   private static final List<String> DROPPED_HEADERS = List.of(RabbitHeaders.REASON, RabbitHeaders.DETAIL,
-      RabbitHeaders.ERROR_CLASS, RabbitHeaders.ERROR_MESSAGE, RabbitHeaders.DEAD_LETTERED_AT, RabbitHeaders.PUBLISH_SEQUENCE, "x-death",
+      RabbitHeaders.ERROR_CLASS, RabbitHeaders.ERROR_MESSAGE, RabbitHeaders.DEAD_LETTERED_AT, RabbitHeaders.PUBLISH_SEQUENCE,
+      "x-death",
       "x-first-death-exchange", "x-first-death-queue", "x-first-death-reason",
       "x-last-death-exchange", "x-last-death-queue", "x-last-death-reason");
 
@@ -114,7 +115,8 @@ public final class RabbitDeadLetterReplayer implements AutoCloseable {
     return Mono.fromCallable(() -> replayBlocking(deadLetterQueue, filter)).subscribeOn(Schedulers.boundedElastic());
   }
 
-  private long replayBlocking(String queue, Predicate<DeadLetteredMessage> filter) throws IOException, TimeoutException, InterruptedException {
+  private long replayBlocking(String queue, Predicate<DeadLetteredMessage> filter)
+      throws IOException, TimeoutException, InterruptedException {
     Channel channel = connection().createChannel();
     try {
       channel.confirmSelect();

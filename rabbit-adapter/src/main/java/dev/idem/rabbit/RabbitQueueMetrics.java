@@ -106,7 +106,8 @@ public final class RabbitQueueMetrics implements MeterBinder, AutoCloseable {
             .concatMap(entry -> source.readyCount(entry.getKey())
                 .map(count -> (double) count)
                 .onErrorReturn(Double.NaN)
-                .doOnNext(depth -> entry.getValue().set(Double.doubleToLongBits(depth)))), 1)
+                .doOnNext(depth -> entry.getValue().set(Double.doubleToLongBits(depth)))),
+            1)
         .subscribe();
   }
 

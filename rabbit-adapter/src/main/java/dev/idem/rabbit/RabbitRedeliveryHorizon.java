@@ -49,7 +49,8 @@ public final class RabbitRedeliveryHorizon implements RedeliveryHorizon {
       return new RabbitRedeliveryHorizon(queue, null);
     }
     if (!(value instanceof Number number) || number.longValue() < 0) {
-      throw new IllegalArgumentException(MESSAGE_TTL_ARGUMENT + " of queue '" + queue + "' must be a non-negative number of ms, was " + value);
+      throw new IllegalArgumentException(
+          MESSAGE_TTL_ARGUMENT + " of queue '" + queue + "' must be a non-negative number of ms, was " + value);
     }
     return new RabbitRedeliveryHorizon(queue, Duration.ofMillis(number.longValue()));
   }

@@ -1,9 +1,9 @@
 package dev.idem.rabbit;
 
 import com.rabbitmq.client.AMQP;
-import dev.idem.IdempotentConsumer;
 import com.rabbitmq.client.ConnectionFactory;
 import com.rabbitmq.client.Envelope;
+import dev.idem.IdempotentConsumer;
 import java.net.URI;
 import java.net.URISyntaxException;
 import java.time.Duration;
@@ -52,8 +52,7 @@ public final class RabbitSourceOptions {
   public static final Duration DEFAULT_CONFIRM_TIMEOUT = Duration.ofSeconds(30);
 
   /** Query parameters whose values are masked by {@link #maskPassword(String)}. */
-  private static final Pattern SECRET_PARAMETER =
-      Pattern.compile("(?i)([?&;](?:password|passwd|pass|pwd|secret|token)=)[^&#;]*");
+  private static final Pattern SECRET_PARAMETER = Pattern.compile("(?i)([?&;](?:password|passwd|pass|pwd|secret|token)=)[^&#;]*");
 
   private final String uri;
   private final String queue;
@@ -297,7 +296,7 @@ public final class RabbitSourceOptions {
     private Duration recoveryBackoff = DEFAULT_RECOVERY_BACKOFF;
     private Duration maxRecoveryBackoff = DEFAULT_MAX_RECOVERY_BACKOFF;
     private Duration confirmTimeout = DEFAULT_CONFIRM_TIMEOUT;
-    private Consumer<ConnectionFactory> connectionFactoryCustomizer = factory -> { };
+    private Consumer<ConnectionFactory> connectionFactoryCustomizer = factory -> {};
 
     private Builder(String queue) {
       this.queue = queue;
@@ -462,16 +461,19 @@ public final class RabbitSourceOptions {
       }
       if (deadLetterMode == DeadLetterMode.PUBLISH_WITH_CONFIRMS && deadLetterExchange != null
           && deadLetterExchange.isEmpty() && (deadLetterRoutingKey == null || deadLetterRoutingKey.isBlank())) {
-        throw new IllegalArgumentException("deadLetterRoutingKey must name a queue when deadLetterExchange is the default exchange \"\"");
+        throw new IllegalArgumentException(
+            "deadLetterRoutingKey must name a queue when deadLetterExchange is the default exchange \"\"");
       }
       if (deadLetterExchange != null && deadLetterExchange.isEmpty() && queue.equals(deadLetterRoutingKey)) {
-        throw new IllegalArgumentException("deadLetterTo(\"\", \"" + queue + "\") would publish dead letters back to the consumed queue");
+        throw new IllegalArgumentException(
+            "deadLetterTo(\"\", \"" + queue + "\") would publish dead letters back to the consumed queue");
       }
       requirePositive(recoveryBackoff, "recoveryBackoff");
       requirePositive(maxRecoveryBackoff, "maxRecoveryBackoff");
       requirePositive(confirmTimeout, "confirmTimeout");
       if (maxRecoveryBackoff.compareTo(recoveryBackoff) < 0) {
-        throw new IllegalArgumentException("maxRecoveryBackoff (" + maxRecoveryBackoff + ") must not be shorter than recoveryBackoff (" + recoveryBackoff + ")");
+        throw new IllegalArgumentException(
+            "maxRecoveryBackoff (" + maxRecoveryBackoff + ") must not be shorter than recoveryBackoff (" + recoveryBackoff + ")");
       }
       return new RabbitSourceOptions(this);
     }

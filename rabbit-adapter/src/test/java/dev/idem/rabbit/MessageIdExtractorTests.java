@@ -38,7 +38,8 @@ class MessageIdExtractorTests {
     assertThat(header.extract(ENVELOPE, withHeader((short) -3))).isEqualTo("-3");
     assertThat(header.extract(ENVELOPE, withHeader((byte) 9))).isEqualTo("9");
     assertThat(header.extract(ENVELOPE, withHeader("e-3".getBytes(StandardCharsets.UTF_8)))).isEqualTo("e-3");
-    assertThat(header.extract(ENVELOPE, withHeader(LongStringHelper.asLongString("\u00e9v\u00e9nement-\uD83D\uDE00")))).isEqualTo("\u00e9v\u00e9nement-\uD83D\uDE00");
+    assertThat(header.extract(ENVELOPE, withHeader(LongStringHelper.asLongString("\u00e9v\u00e9nement-\uD83D\uDE00"))))
+        .isEqualTo("\u00e9v\u00e9nement-\uD83D\uDE00");
     assertThat(header.extract(ENVELOPE, new AMQP.BasicProperties.Builder().messageId("m").build())).isNull();
   }
 
@@ -72,12 +73,13 @@ class MessageIdExtractorTests {
     assertThat(new String(first, StandardCharsets.UTF_8)).isEqualTo(new String(second, StandardCharsets.UTF_8));
     assertThatThrownBy(() -> header.extract(ENVELOPE, withHeader(first)))
         .isInstanceOf(IllegalArgumentException.class)
-        .hasMessage("header 'event-id' holds 3 bytes that are not valid UTF-8 (MalformedInputException), so it cannot be a message id");
+        .hasMessage(
+            "header 'event-id' holds 3 bytes that are not valid UTF-8 (MalformedInputException), so it cannot be a message id");
     assertThatThrownBy(() -> header.extract(ENVELOPE, withHeader(LongStringHelper.asLongString(second))))
         .isInstanceOf(IllegalArgumentException.class)
         .hasMessageStartingWith("header 'event-id' holds 3 bytes that are not valid UTF-8");
     // A lone surrogate half encoded as CESU-8 / modified UTF-8 is not UTF-8 either.
-    assertThatThrownBy(() -> header.extract(ENVELOPE, withHeader(new byte[] {(byte) 0xED, (byte) 0xA0, (byte) 0x80})))
+    assertThatThrownBy(() -> header.extract(ENVELOPE, withHeader(new byte[]{(byte) 0xED, (byte) 0xA0, (byte) 0x80})))
         .isInstanceOf(IllegalArgumentException.class);
   }
 
@@ -109,7 +111,8 @@ class MessageIdExtractorTests {
   @Test
   void customExtractorIsALambda() {
     MessageIdExtractor byRoutingKey = (envelope, props) -> envelope.getRoutingKey() + ":" + props.getCorrelationId();
-    assertThat(byRoutingKey.extract(ENVELOPE, new AMQP.BasicProperties.Builder().correlationId("c").build())).isEqualTo("orders.created:c");
+    assertThat(byRoutingKey.extract(ENVELOPE, new AMQP.BasicProperties.Builder().correlationId("c").build()))
+        .isEqualTo("orders.created:c");
   }
 
   private static AMQP.BasicProperties withHeader(Object value) {

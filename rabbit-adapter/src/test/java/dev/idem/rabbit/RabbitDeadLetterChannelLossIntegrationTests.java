@@ -95,7 +95,8 @@ class RabbitDeadLetterChannelLossIntegrationTests {
               .isInstanceOf(SettlementException.class)
               .hasMessageContaining("the broker will redeliver the message");
         }
-        assertThat(source.unsettled()).as("unsettled deliveries of the lost channel after " + retries + " more settlement attempts")
+        assertThat(source.unsettled())
+            .as("unsettled deliveries of the lost channel after " + retries + " more settlement attempts")
             .isZero();
         assertThat(f.rabbit.messageCount(f.deadLetterQueue)).as("dead letters after " + retries + " more settlement attempts")
             .isEqualTo(1);

@@ -44,11 +44,13 @@ class RabbitDeadLetterIntegrationTests {
           .retry(RetryPolicy.backoff(3, Duration.ofMillis(10)))
           .handler((value, tx) -> value == 13
               ? Mono.error(new IllegalStateException("boom for " + value))
-              : tx.sql("INSERT INTO " + f.effects + " (message_id, body) VALUES ($1, $2)").bind(0, tx.messageId()).bind(1, value.toString()).execute())
+              : tx.sql("INSERT INTO " + f.effects + " (message_id, body) VALUES ($1, $2)").bind(0, tx.messageId())
+                  .bind(1, value.toString()).execute())
           .build();
       f.runMapped(source, pipeline, Outcome::status);
 
-      await().atMost(PATIENCE).until(() -> f.outcomes(Outcome.Status.DEAD_LETTERED) == 3 && f.outcomes(Outcome.Status.PROCESSED) == 20);
+      await().atMost(PATIENCE)
+          .until(() -> f.outcomes(Outcome.Status.DEAD_LETTERED) == 3 && f.outcomes(Outcome.Status.PROCESSED) == 20);
       assertThat(f.effectRows()).isEqualTo(20);
       f.stopConsumers();
       assertThat(f.rabbit.messageCount(f.queue)).isZero();
@@ -89,14 +91,16 @@ class RabbitDeadLetterIntegrationTests {
       f.run(source, f.consumer((payload, tx) -> broken.get() && "r-1".equals(tx.messageId())
           ? Mono.error(new NonRetryableException("downstream rejected r-1"))
           : f.recordingHandler().handle(payload, tx)).build());
-      await().atMost(PATIENCE).until(() -> f.outcomes(Outcome.Status.DEAD_LETTERED) == 2 && f.outcomes(Outcome.Status.PROCESSED) == 1);
+      await().atMost(PATIENCE)
+          .until(() -> f.outcomes(Outcome.Status.DEAD_LETTERED) == 2 && f.outcomes(Outcome.Status.PROCESSED) == 1);
       assertThat(f.rabbit.messageCount(f.deadLetterQueue)).isEqualTo(2);
 
       broken.set(false);
       try (RabbitDeadLetterReplayer replayer = RabbitDeadLetterReplayer.create(f.rabbit.uri())) {
         long replayed = replayer.replay(f.deadLetterQueue, m -> "r-1".equals(m.messageId())).block(PATIENCE);
         assertThat(replayed).isEqualTo(2);
-        await().atMost(PATIENCE).until(() -> f.outcomes(Outcome.Status.PROCESSED) == 2 && f.outcomes(Outcome.Status.DUPLICATE) == 1);
+        await().atMost(PATIENCE)
+            .until(() -> f.outcomes(Outcome.Status.PROCESSED) == 2 && f.outcomes(Outcome.Status.DUPLICATE) == 1);
         assertThat(f.postgres.count("SELECT count(*) FROM " + f.effects + " WHERE message_id = 'r-1'")).isEqualTo(1);
 
         assertThat(replayer.replayAll(f.deadLetterQueue).block(PATIENCE)).as("nothing left to replay").isZero();
@@ -119,7 +123,8 @@ class RabbitDeadLetterIntegrationTests {
       f.run(source, f.consumer((payload, tx) -> broken.get() && "x-1".equals(tx.messageId())
           ? Mono.error(new NonRetryableException("no"))
           : f.recordingHandler().handle(payload, tx)).build());
-      await().atMost(PATIENCE).until(() -> f.outcomes(Outcome.Status.DEAD_LETTERED) == 1 && f.outcomes(Outcome.Status.PROCESSED) == 1);
+      await().atMost(PATIENCE)
+          .until(() -> f.outcomes(Outcome.Status.DEAD_LETTERED) == 1 && f.outcomes(Outcome.Status.PROCESSED) == 1);
       await().atMost(PATIENCE).until(() -> f.rabbit.messageCount(f.deadLetterQueue) == 1);
 
       broken.set(false);

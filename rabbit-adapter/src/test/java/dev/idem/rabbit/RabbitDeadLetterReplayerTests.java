@@ -29,8 +29,10 @@ class RabbitDeadLetterReplayerTests {
 
   @Test
   void originFallsBackToTheOldestXDeathEntry() {
-    Map<String, Object> recent = Map.of("exchange", LongStringHelper.asLongString("q.dlx"), "routing-keys", List.of(LongStringHelper.asLongString("q")));
-    Map<String, Object> oldest = Map.of("exchange", LongStringHelper.asLongString("orders"), "routing-keys", List.of(LongStringHelper.asLongString("orders.created")));
+    Map<String, Object> recent = Map.of("exchange", LongStringHelper.asLongString("q.dlx"), "routing-keys",
+        List.of(LongStringHelper.asLongString("q")));
+    Map<String, Object> oldest = Map.of("exchange", LongStringHelper.asLongString("orders"), "routing-keys",
+        List.of(LongStringHelper.asLongString("orders.created")));
     DeadLetteredMessage m = RabbitDeadLetterReplayer.describe(response(Map.of("x-death", List.of(recent, oldest))));
     assertThat(m.targetExchange()).isEqualTo("orders");
     assertThat(m.targetRoutingKey()).isEqualTo("orders.created");

@@ -37,7 +37,7 @@ class RabbitGracefulShutdownIntegrationTests {
     return (payload, tx) -> {
       MessageMetadata m = tx.metadata();
       return tx.sql("INSERT INTO " + f.effects + "_meta (message_id, exchange, routing_key, queue, trace, redelivered, attempt) "
-              + "VALUES ($1, $2, $3, $4, $5, $6, $7)")
+          + "VALUES ($1, $2, $3, $4, $5, $6, $7)")
           .bind(0, m.messageId())
           .bind(1, m.broker().get(MessageMetadata.RABBITMQ_EXCHANGE))
           .bind(2, m.broker().get(MessageMetadata.RABBITMQ_ROUTING_KEY))
@@ -68,7 +68,7 @@ class RabbitGracefulShutdownIntegrationTests {
         RabbitSource<String> source = f.source(f.options().prefetch(16).build());
         f.consumer(metadataHandler(f, Duration.ofMillis(100))).concurrency(4).maxBatchSize(maxBatchSize).build()
             .process(source.receive(), shutdown)
-            .subscribe(outcomes::add, error -> { }, () -> completed.set(true));
+            .subscribe(outcomes::add, error -> {}, () -> completed.set(true));
         await().atMost(TIMEOUT).until(() -> outcomes.size() >= 8);
 
         ShutdownReport report = shutdown.stop(Duration.ofSeconds(30)).block(TIMEOUT);

@@ -92,10 +92,12 @@ class RabbitGracefulStopContractIntegrationTests {
       // ... after at least two more runs of its handler, each after a backoff that began after the stop. Counted by the
       // workload, not read from the outcome's attempts: those count the attempts of the run the message settled in,
       // which depends on how a batch split (one run of this test on a busy machine settled the trigger with attempts 1).
-      assertThat(workload.triggerRunsAfterStop()).as("runs of the trigger's handler after the stop began").isGreaterThanOrEqualTo(2);
+      assertThat(workload.triggerRunsAfterStop()).as("runs of the trigger's handler after the stop began")
+          .isGreaterThanOrEqualTo(2);
       assertPhaseOneApplied(f, settled);
       // What settled was acknowledged; everything else is back on the queue, once.
-      await().atMost(TIMEOUT).untilAsserted(() -> assertThat(f.rabbit.messageCount(f.queue)).isEqualTo(PUBLISHED - settled.size()));
+      await().atMost(TIMEOUT)
+          .untilAsserted(() -> assertThat(f.rabbit.messageCount(f.queue)).isEqualTo(PUBLISHED - settled.size()));
 
       // A follow-up consumer drains the rest.
       Stream rest = new Stream();
@@ -139,7 +141,8 @@ class RabbitGracefulStopContractIntegrationTests {
     assertThat(settled).filteredOn(o -> o.status() == Outcome.Status.DUPLICATE).extracting(Outcome::messageId)
         .allMatch(processed::contains);
     Map<String, Long> published = GracefulStopWorkload.publishedPerId();
-    GracefulStopWorkload.perId(settled).forEach((id, n) -> assertThat(n).as("outcomes of %s", id).isLessThanOrEqualTo(published.get(id)));
+    GracefulStopWorkload.perId(settled)
+        .forEach((id, n) -> assertThat(n).as("outcomes of %s", id).isLessThanOrEqualTo(published.get(id)));
   }
 
   /** Prefetch 256; the ordering key is the {@code key} header. */

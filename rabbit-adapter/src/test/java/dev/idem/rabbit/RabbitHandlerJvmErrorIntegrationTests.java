@@ -43,7 +43,7 @@ class RabbitHandlerJvmErrorIntegrationTests {
       AtomicReference<Throwable> terminated = new AtomicReference<>();
       RabbitSource<String> first = f.source(f.options().prefetch(4).build());
       Disposable running = f.consumer(oomOnce).concurrency(1).build().process(first.receive())
-          .subscribe(o -> { }, terminated::set);
+          .subscribe(o -> {}, terminated::set);
       await().atMost(PATIENCE).until(() -> terminated.get() != null);
       running.dispose();
       f.stopConsumers();

@@ -4,8 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.awaitility.Awaitility.await;
 
 import com.rabbitmq.client.GetResponse;
-import dev.idem.outbox.OutboxRecord;
 import dev.idem.outbox.OutboxPublisher;
+import dev.idem.outbox.OutboxRecord;
 import dev.idem.outbox.OutboxRelay;
 import dev.idem.outbox.PostgresOutbox;
 import dev.idem.outbox.RelayOrdering;
@@ -60,13 +60,14 @@ class RabbitOutboxPublisherIntegrationTests {
   }
 
   private RabbitOutboxPublisher publisher() {
-    RabbitOutboxPublisher publisher = RabbitOutboxPublisher.builder(rabbit.uri()).connectionName(PostgresService.uniqueName("relay")).build();
+    RabbitOutboxPublisher publisher = RabbitOutboxPublisher.builder(rabbit.uri())
+        .connectionName(PostgresService.uniqueName("relay")).build();
     closeables.add(publisher);
     return publisher;
   }
 
   private void start(OutboxRelay relay) {
-    running.add(relay.run().subscribe(m -> { }, e -> System.err.println("relay failed: " + e)));
+    running.add(relay.run().subscribe(m -> {}, e -> System.err.println("relay failed: " + e)));
   }
 
   private List<String> write(int n) {
@@ -146,7 +147,8 @@ class RabbitOutboxPublisherIntegrationTests {
     PostgresOutbox sameTable = PostgresOutbox.create(otherPool, outbox.table());
 
     start(OutboxRelay.builder(outbox, publisher()).name("a").ordering(RelayOrdering.UNORDERED).workers(2).batchSize(50).build());
-    start(OutboxRelay.builder(sameTable, publisher()).name("b").ordering(RelayOrdering.UNORDERED).workers(2).batchSize(50).build());
+    start(
+        OutboxRelay.builder(sameTable, publisher()).name("b").ordering(RelayOrdering.UNORDERED).workers(2).batchSize(50).build());
 
     await().atMost(TIMEOUT).until(() -> rows("SENT") == 2_000);
     Map<String, Long> counts = drainedCountsById();
@@ -155,7 +157,8 @@ class RabbitOutboxPublisherIntegrationTests {
   }
 
   @Test
-  void threeRelaysWithSeveralWorkersEachPublishEveryKeysRowsInRowOrderAndEachIdOnceWhileFailedAttemptsAreRetried() throws Exception {
+  void threeRelaysWithSeveralWorkersEachPublishEveryKeysRowsInRowOrderAndEachIdOnceWhileFailedAttemptsAreRetried()
+      throws Exception {
     RabbitTopology.declare(rabbit.admin(), queue, RabbitTopology.QueueType.CLASSIC);
     ConnectionPool otherPool = postgres.pool(8);
     closeables.add(otherPool::dispose);
@@ -176,7 +179,8 @@ class RabbitOutboxPublisherIntegrationTests {
       int row = Integer.parseInt(new String(m.getBody(), StandardCharsets.UTF_8));
       rowsByKey.computeIfAbsent("k" + (row % 7), k -> new ArrayList<>()).add(row);
     }
-    assertThat(rowsByKey).hasSize(7).allSatisfy((key, rows) -> assertThat(rows).as("rows of %s in arrival order", key).isSorted());
+    assertThat(rowsByKey).hasSize(7)
+        .allSatisfy((key, rows) -> assertThat(rows).as("rows of %s in arrival order", key).isSorted());
     assertThat(postgres.count("SELECT count(*) FROM " + outbox.table() + " WHERE attempts = 2")).isEqualTo(120);
   }
 
@@ -190,7 +194,8 @@ class RabbitOutboxPublisherIntegrationTests {
   /** Fails the first attempt of rows 0, 5, 10, ...: their key's later rows must wait for the retry. */
   private static OutboxPublisher failingFirstAttemptOfEveryFifthRow(OutboxPublisher publisher) {
     return message -> message.attempt() == 1 && Integer.parseInt(new String(message.payload(), StandardCharsets.UTF_8)) % 5 == 0
-        ? Mono.error(new IllegalStateException("first attempt of row " + new String(message.payload(), StandardCharsets.UTF_8) + " fails"))
+        ? Mono.error(
+            new IllegalStateException("first attempt of row " + new String(message.payload(), StandardCharsets.UTF_8) + " fails"))
         : publisher.publish(message);
   }
 }

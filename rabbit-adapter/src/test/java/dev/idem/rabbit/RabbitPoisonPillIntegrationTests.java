@@ -70,7 +70,8 @@ class RabbitPoisonPillIntegrationTests {
       RabbitSource<String> source = f.source(f.options().prefetch(4).build(), decoder);
       f.run(source, f.consumer(f.recordingHandler()).build());
 
-      await().atMost(PATIENCE).until(() -> f.outcomes(Outcome.Status.DEAD_LETTERED) == 1 && f.outcomes(Outcome.Status.PROCESSED) == 10);
+      await().atMost(PATIENCE)
+          .until(() -> f.outcomes(Outcome.Status.DEAD_LETTERED) == 1 && f.outcomes(Outcome.Status.PROCESSED) == 10);
       assertThat(source.sessions()).as("consumer sessions: the channel was never lost").isEqualTo(1);
       f.stopConsumers();
       assertThat(f.effectRows()).isEqualTo(10);
@@ -117,7 +118,8 @@ class RabbitPoisonPillIntegrationTests {
       RabbitSource<String> source = f.source(options);
       f.run(source, f.consumer(f.recordingHandler()).build());
 
-      await().atMost(PATIENCE).until(() -> f.outcomes(Outcome.Status.DEAD_LETTERED) == 2 && f.outcomes(Outcome.Status.PROCESSED) == 6);
+      await().atMost(PATIENCE)
+          .until(() -> f.outcomes(Outcome.Status.DEAD_LETTERED) == 2 && f.outcomes(Outcome.Status.PROCESSED) == 6);
       assertThat(source.sessions()).as("consumer sessions: the channel was never lost").isEqualTo(1);
       f.stopConsumers();
       assertThat(f.distinctEffects()).isEqualTo(6);
@@ -148,18 +150,20 @@ class RabbitPoisonPillIntegrationTests {
       publishWithHeader(f, "array", List.of("a", "b"));
       publishWithHeader(f, "double", 4.2d);
       // Two different byte strings that lenient decoding would both turn into "\uFFFDid".
-      publishWithHeader(f, "bad-utf8-bytes", new byte[] {(byte) 0xFF, 'i', 'd'});
-      publishWithHeader(f, "bad-utf8-longstr", LongStringHelper.asLongString(new byte[] {(byte) 0xFE, 'i', 'd'}));
+      publishWithHeader(f, "bad-utf8-bytes", new byte[]{(byte) 0xFF, 'i', 'd'});
+      publishWithHeader(f, "bad-utf8-longstr", LongStringHelper.asLongString(new byte[]{(byte) 0xFE, 'i', 'd'}));
       publishWithHeader(f, "long", 42L);
       publishWithHeader(f, "text", LongStringHelper.asLongString("e-1"));
       publishWithHeader(f, "bytes", "e-2".getBytes(StandardCharsets.UTF_8));
       RabbitSource<String> source = f.source(f.options().messageId(MessageIdExtractor.header("event-id")).build());
       f.run(source, f.consumer(f.recordingHandler()).build());
 
-      await().atMost(PATIENCE).until(() -> f.outcomes(Outcome.Status.DEAD_LETTERED) == 5 && f.outcomes(Outcome.Status.PROCESSED) == 3);
+      await().atMost(PATIENCE)
+          .until(() -> f.outcomes(Outcome.Status.DEAD_LETTERED) == 5 && f.outcomes(Outcome.Status.PROCESSED) == 3);
       f.stopConsumers();
       assertThat(f.outcomes(Outcome.Status.DUPLICATE)).isZero();
-      assertThat(f.postgres.count("SELECT count(*) FROM " + f.effects + " WHERE message_id IN ('42', 'e-1', 'e-2')")).isEqualTo(3);
+      assertThat(f.postgres.count("SELECT count(*) FROM " + f.effects + " WHERE message_id IN ('42', 'e-1', 'e-2')"))
+          .isEqualTo(3);
       assertThat(f.effectRows()).isEqualTo(3);
       assertThat(f.rabbit.messageCount(f.queue)).isZero();
 
@@ -170,7 +174,8 @@ class RabbitPoisonPillIntegrationTests {
         assertThat(header(r, RabbitHeaders.ERROR_CLASS)).isEqualTo(IllegalArgumentException.class.getName());
       });
       assertThat(header(byLabel.get("table"), RabbitHeaders.ERROR_MESSAGE))
-          .startsWith("header 'event-id' holds a table (").endsWith("), not text, bytes or an integer, so it cannot be a message id");
+          .startsWith("header 'event-id' holds a table (")
+          .endsWith("), not text, bytes or an integer, so it cannot be a message id");
       assertThat(header(byLabel.get("array"), RabbitHeaders.ERROR_MESSAGE)).startsWith("header 'event-id' holds an array (");
       assertThat(header(byLabel.get("double"), RabbitHeaders.ERROR_MESSAGE))
           .startsWith("header 'event-id' holds a value of type java.lang.Double,");
@@ -197,7 +202,8 @@ class RabbitPoisonPillIntegrationTests {
           .deadLetterTo(exchange, "bound-later").build());
       f.run(source, f.consumer(f.recordingHandler()).build());
 
-      await().atMost(PATIENCE).until(() -> lines.list.stream().anyMatch(e -> e.getFormattedMessage().startsWith("Dead-letter publish of message")));
+      await().atMost(PATIENCE)
+          .until(() -> lines.list.stream().anyMatch(e -> e.getFormattedMessage().startsWith("Dead-letter publish of message")));
       try (Channel channel = f.rabbit.admin().createChannel()) {
         channel.queueBind(f.deadLetterQueue, exchange, "bound-later");
       }

@@ -14,7 +14,8 @@ class RabbitQueueMetricsIntegrationTests {
   @Test
   void gaugesReportQueueDepthsAndUnsettledDeliveries() throws Exception {
     try (RabbitFixture f = new RabbitFixture("rq_metrics", RabbitTopology.QueueType.CLASSIC)) {
-      f.rabbit.publish(f.queue, List.of(RabbitService.message("a", "1"), RabbitService.message("b", "2"), RabbitService.message("c", "3")));
+      f.rabbit.publish(f.queue,
+          List.of(RabbitService.message("a", "1"), RabbitService.message("b", "2"), RabbitService.message("c", "3")));
       RabbitSource<String> source = f.source(f.options().build());
       SimpleMeterRegistry registry = new SimpleMeterRegistry();
       try (RabbitQueueMetrics metrics = RabbitQueueMetrics.of(source, Duration.ofMillis(200),

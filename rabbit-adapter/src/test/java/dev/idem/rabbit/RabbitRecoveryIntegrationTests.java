@@ -45,7 +45,8 @@ class RabbitRecoveryIntegrationTests {
       AtomicInteger started = new AtomicInteger();
       Sinks.Empty<Void> gate = Sinks.empty();
       f.run(source, f.consumer((payload, tx) -> (started.incrementAndGet() > 40 ? gate.asMono() : Mono.<Void>empty())
-              .then(tx.sql("INSERT INTO " + f.effects + " (message_id, body) VALUES ($1, $2)").bind(0, tx.messageId()).bind(1, payload).execute()))
+          .then(tx.sql("INSERT INTO " + f.effects + " (message_id, body) VALUES ($1, $2)").bind(0, tx.messageId())
+              .bind(1, payload).execute()))
           // One transaction per message, so that exactly 8 are mid-flight (batched, the held ones
           // would be detached after 2 s and wait off their lanes, each holding a connection).
           .maxBatchSize(1).concurrency(8).ordering(Ordering.UNORDERED).build());
@@ -54,11 +55,13 @@ class RabbitRecoveryIntegrationTests {
       assertThat(f.rabbit.closeConnectionFromBroker(options.connectionName())).isEqualTo(1);
       gate.tryEmitEmpty();
 
-      await().atMost(PATIENCE).pollInterval(Duration.ofMillis(500)).until(() -> f.effectRows() == count && f.rabbit.messageCount(f.queue) == 0
-          && source.unsettled() == 0);
+      await().atMost(PATIENCE).pollInterval(Duration.ofMillis(500))
+          .until(() -> f.effectRows() == count && f.rabbit.messageCount(f.queue) == 0
+              && source.unsettled() == 0);
       assertThat(source.sessions()).as("consumer sessions").isGreaterThanOrEqualTo(2);
       assertThat(f.distinctEffects()).isEqualTo(count);
-      assertThat(f.outcomes(Outcome.Status.DUPLICATE)).as("committed before the close, acked after redelivery").isGreaterThanOrEqualTo(1);
+      assertThat(f.outcomes(Outcome.Status.DUPLICATE)).as("committed before the close, acked after redelivery")
+          .isGreaterThanOrEqualTo(1);
       System.out.printf("broker-closed connection: %d processed, %d redelivered duplicates, %d sessions%n",
           f.outcomes(Outcome.Status.PROCESSED), f.outcomes(Outcome.Status.DUPLICATE), source.sessions());
       assertThat(f.outcomes(Outcome.Status.DEAD_LETTERED)).isZero();
@@ -80,7 +83,8 @@ class RabbitRecoveryIntegrationTests {
       f.rabbit.publish(f.queue, messages);
       RabbitSource<String> source = f.source(f.options().uri(f.rabbit.uriVia("127.0.0.1", proxy.port())).prefetch(20).build());
       f.run(source, f.consumer((payload, tx) -> Mono.delay(Duration.ofMillis(3))
-              .then(tx.sql("INSERT INTO " + f.effects + " (message_id, body) VALUES ($1, $2)").bind(0, tx.messageId()).bind(1, payload).execute()))
+          .then(tx.sql("INSERT INTO " + f.effects + " (message_id, body) VALUES ($1, $2)").bind(0, tx.messageId())
+              .bind(1, payload).execute()))
           .concurrency(8).ordering(Ordering.UNORDERED).build());
 
       await().atMost(PATIENCE).until(() -> f.effectRows() >= 30);
@@ -89,8 +93,9 @@ class RabbitRecoveryIntegrationTests {
       await().atMost(PATIENCE).until(() -> f.rabbit.consumerCount(f.queue) == 0);
       proxy.restore();
 
-      await().atMost(PATIENCE).pollInterval(Duration.ofMillis(500)).until(() -> f.effectRows() == count && f.rabbit.messageCount(f.queue) == 0
-          && source.unsettled() == 0);
+      await().atMost(PATIENCE).pollInterval(Duration.ofMillis(500))
+          .until(() -> f.effectRows() == count && f.rabbit.messageCount(f.queue) == 0
+              && source.unsettled() == 0);
       assertThat(source.sessions()).isGreaterThanOrEqualTo(2);
       assertThat(f.distinctEffects()).isEqualTo(count);
       f.stopConsumers();
@@ -158,7 +163,8 @@ class RabbitRecoveryIntegrationTests {
         // The first delivery's handler waits for the gate inside its open transaction; the others
         // go through and are acknowledged in time.
         f.run(source, f.consumer((payload, tx) -> (held.compareAndSet(null, tx.messageId()) ? gate.asMono() : Mono.<Void>empty())
-                .then(tx.sql("INSERT INTO " + f.effects + " (message_id, body) VALUES ($1, $2)").bind(0, tx.messageId()).bind(1, payload).execute()))
+            .then(tx.sql("INSERT INTO " + f.effects + " (message_id, body) VALUES ($1, $2)").bind(0, tx.messageId())
+                .bind(1, payload).execute()))
             // One transaction per message: the held delivery's transaction alone stays open past the
             // consumer_timeout (in a batch it would hold back its batch, or be detached after 2 s).
             .maxBatchSize(1).concurrency(8).ordering(Ordering.UNORDERED).build());
@@ -167,7 +173,8 @@ class RabbitRecoveryIntegrationTests {
         // The broker closes the channel for the held delivery; the source opens a new one.
         await("consumer_timeout of 3 s enforced within 90 s").atMost(Duration.ofSeconds(90)).until(() -> source.sessions() >= 2);
         assertThat(losses.list).extracting(ILoggingEvent::getFormattedMessage)
-            .anySatisfy(m -> assertThat(m).contains("PRECONDITION_FAILED - delivery acknowledgement").contains("Timeout value used: 3000 ms"));
+            .anySatisfy(m -> assertThat(m).contains("PRECONDITION_FAILED - delivery acknowledgement")
+                .contains("Timeout value used: 3000 ms"));
         assertThat(f.postgres.count("SELECT count(*) FROM " + f.effects + " WHERE message_id = $1", held.get()))
             .as("the held delivery has not committed yet").isZero();
         // Released before the settings are restored (which takes seconds), so the redelivery on
@@ -177,14 +184,16 @@ class RabbitRecoveryIntegrationTests {
         gate.tryEmitEmpty();
       }
 
-      await().atMost(PATIENCE).pollInterval(Duration.ofMillis(500)).until(() -> f.effectRows() == count && f.rabbit.messageCount(f.queue) == 0
-          && source.unsettled() == 0 && f.settled.stream().anyMatch(o -> o.messageId().equals(held.get())));
+      await().atMost(PATIENCE).pollInterval(Duration.ofMillis(500))
+          .until(() -> f.effectRows() == count && f.rabbit.messageCount(f.queue) == 0
+              && source.unsettled() == 0 && f.settled.stream().anyMatch(o -> o.messageId().equals(held.get())));
       assertThat(source.sessions()).as("consumer sessions").isGreaterThanOrEqualTo(2);
       assertThat(f.distinctEffects()).isEqualTo(count);
       List<Outcome<String>> heldOutcomes = f.settled.stream().filter(o -> o.messageId().equals(held.get())).toList();
       assertThat(heldOutcomes).as("outcomes of the timed-out delivery " + held.get())
           .singleElement()
-          .satisfies(o -> assertThat(o.status()).as("committed by the held transaction after the timeout").isEqualTo(Outcome.Status.DUPLICATE))
+          .satisfies(o -> assertThat(o.status()).as("committed by the held transaction after the timeout")
+              .isEqualTo(Outcome.Status.DUPLICATE))
           .satisfies(o -> assertThat(o.delivery().deliveryAttempt()).as("redelivered").isGreaterThanOrEqualTo(2));
       System.out.printf("consumer_timeout: held %s settled as %s, %d processed, %d duplicates, %d sessions%n", held.get(),
           heldOutcomes.stream().map(o -> o.status() + "@attempt" + o.delivery().deliveryAttempt()).toList(),

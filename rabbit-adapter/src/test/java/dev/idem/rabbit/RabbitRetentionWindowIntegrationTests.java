@@ -29,11 +29,12 @@ class RabbitRetentionWindowIntegrationTests {
       RabbitRedeliveryHorizon horizon = RabbitRedeliveryHorizon.fromQueueArguments(queue, arguments);
 
       assertThatThrownBy(() -> Retention.builder().inbox(inbox, Duration.ofSeconds(30)).checkedAgainst(horizon).build()
-              .verifyWindow().block(Duration.ofSeconds(30)))
+          .verifyWindow().block(Duration.ofSeconds(30)))
           .isInstanceOf(RetentionWindowException.class)
           .hasMessageContaining("PT30S")
           .hasMessageContaining("queue '" + queue + "' x-message-ttl=60000");
-      Retention.builder().inbox(inbox, Duration.ofMinutes(2)).checkedAgainst(horizon).build().verifyWindow().block(Duration.ofSeconds(30));
+      Retention.builder().inbox(inbox, Duration.ofMinutes(2)).checkedAgainst(horizon).build().verifyWindow()
+          .block(Duration.ofSeconds(30));
       assertThat(horizon.horizon().block().duration()).isEqualTo(Duration.ofMinutes(1));
     } finally {
       try (Channel channel = rabbit.admin().createChannel()) {
@@ -45,7 +46,8 @@ class RabbitRetentionWindowIntegrationTests {
   @Test
   void queueWithoutTtlHasAnUnknownHorizonAndRetentionStarts() {
     RabbitRedeliveryHorizon horizon = RabbitRedeliveryHorizon.fromQueueArguments("refunds", Map.of());
-    Retention.builder().inbox(inbox, Duration.ofSeconds(30)).checkedAgainst(horizon).build().verifyWindow().block(Duration.ofSeconds(30));
+    Retention.builder().inbox(inbox, Duration.ofSeconds(30)).checkedAgainst(horizon).build().verifyWindow()
+        .block(Duration.ofSeconds(30));
     assertThat(horizon.horizon().block().kind()).isEqualTo(dev.idem.retention.RedeliveryHorizon.Kind.UNKNOWN);
   }
 }

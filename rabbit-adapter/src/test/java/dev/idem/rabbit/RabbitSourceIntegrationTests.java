@@ -111,11 +111,13 @@ class RabbitSourceIntegrationTests {
       AtomicInteger maxInHandler = new AtomicInteger();
       RabbitSource<String> source = f.source(f.options().prefetch(prefetch).build());
       // Concurrency above the prefetch on purpose: the broker's qos must be the binding limit.
-      f.run(source, f.consumer((payload, tx) -> Mono.fromRunnable(() -> maxInHandler.accumulateAndGet(inHandler.incrementAndGet(), Math::max))
-              .then(Mono.delay(Duration.ofMillis(5)))
-              .then(tx.sql("INSERT INTO " + f.effects + " (message_id, body) VALUES ($1, $2)")
-                  .bind(0, tx.messageId()).bind(1, payload).execute())
-              .doFinally(s -> inHandler.decrementAndGet()))
+      f.run(source, f
+          .consumer(
+              (payload, tx) -> Mono.fromRunnable(() -> maxInHandler.accumulateAndGet(inHandler.incrementAndGet(), Math::max))
+                  .then(Mono.delay(Duration.ofMillis(5)))
+                  .then(tx.sql("INSERT INTO " + f.effects + " (message_id, body) VALUES ($1, $2)")
+                      .bind(0, tx.messageId()).bind(1, payload).execute())
+                  .doFinally(s -> inHandler.decrementAndGet()))
           .concurrency(16).ordering(Ordering.UNORDERED).build());
 
       await().atMost(PATIENCE).until(() -> f.outcomes(Outcome.Status.PROCESSED) == count);

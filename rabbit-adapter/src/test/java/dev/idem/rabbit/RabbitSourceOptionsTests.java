@@ -41,10 +41,12 @@ class RabbitSourceOptionsTests {
     assertThatThrownBy(() -> RabbitSourceOptions.builder("q").uri("amqp://a b").build()).hasMessageContaining("uri");
     assertThatThrownBy(() -> RabbitSourceOptions.builder("q").connectionName(" ").build()).hasMessageContaining("connectionName");
     assertThatThrownBy(() -> RabbitSourceOptions.builder("q").deadLetterTo("", "q").build()).hasMessageContaining("deadLetterTo");
-    assertThatThrownBy(() -> RabbitSourceOptions.builder("q").deadLetterTo("", "").build()).hasMessageContaining("deadLetterRoutingKey");
+    assertThatThrownBy(() -> RabbitSourceOptions.builder("q").deadLetterTo("", "").build())
+        .hasMessageContaining("deadLetterRoutingKey");
     assertThatThrownBy(() -> RabbitSourceOptions.builder("q").recoveryBackoff(Duration.ZERO, Duration.ofSeconds(1)).build())
         .hasMessageContaining("recoveryBackoff");
-    assertThatThrownBy(() -> RabbitSourceOptions.builder("q").recoveryBackoff(Duration.ofSeconds(2), Duration.ofSeconds(1)).build())
+    assertThatThrownBy(
+        () -> RabbitSourceOptions.builder("q").recoveryBackoff(Duration.ofSeconds(2), Duration.ofSeconds(1)).build())
         .hasMessageContaining("maxRecoveryBackoff");
     assertThatThrownBy(() -> RabbitSourceOptions.builder("q").confirmTimeout(Duration.ofSeconds(-1)).build())
         .hasMessageContaining("confirmTimeout");

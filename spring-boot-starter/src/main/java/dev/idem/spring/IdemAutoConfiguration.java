@@ -96,9 +96,11 @@ public class IdemAutoConfiguration {
   @ConditionalOnMissingBean
   public IdemConsumers idemConsumers(IdemProperties properties, PostgresInbox inbox, ConnectionFactory connectionFactory,
       ObjectProvider<IdemConsumerDefinition<?>> definitions, ObjectProvider<TransactionRunner> transactionRunner,
-      ObjectProvider<ObservationRegistry> observationRegistry, ConfigurableListableBeanFactory beanFactory, Environment environment) {
+      ObjectProvider<ObservationRegistry> observationRegistry, ConfigurableListableBeanFactory beanFactory,
+      Environment environment) {
     Object meterRegistry = meterRegistry(beanFactory);
-    List<IdemConsumerDefinition<?>> all = new ArrayList<>(ConfiguredConsumers.definitions(properties, beanFactory, environment, meterRegistry));
+    List<IdemConsumerDefinition<?>> all = new ArrayList<>(
+        ConfiguredConsumers.definitions(properties, beanFactory, environment, meterRegistry));
     definitions.orderedStream().forEach(all::add);
     TransactionRunner shared = transactionRunner.getIfAvailable();
     ObservationRegistry observations = observationRegistry.getIfAvailable();
@@ -109,11 +111,14 @@ public class IdemAutoConfiguration {
     return new IdemConsumers(consumers, inbox, properties.getInbox().isCreateSchema(), properties.isAutoStartup());
   }
 
-  private static <T> ManagedConsumer managed(IdemConsumerDefinition<T> definition, PostgresInbox inbox, ConnectionFactory connectionFactory,
+  private static <T> ManagedConsumer managed(IdemConsumerDefinition<T> definition, PostgresInbox inbox,
+      ConnectionFactory connectionFactory,
       @Nullable TransactionRunner shared, @Nullable Object meterRegistry, @Nullable ObservationRegistry observations) {
-    TransactionRunner runner = shared != null ? shared
+    TransactionRunner runner = shared != null
+        ? shared
         : new SpringTransactionRunner(connectionFactory, ServerTimeouts.derivedFrom(definition.transactionTimeout()));
-    ConsumerTracker tracker = new ConsumerTracker(meterRegistry != null ? Meters.metrics(meterRegistry, definition.name()) : ConsumerMetrics.NONE);
+    ConsumerTracker tracker = new ConsumerTracker(
+        meterRegistry != null ? Meters.metrics(meterRegistry, definition.name()) : ConsumerMetrics.NONE);
     IdempotentConsumer.Builder<T> builder = IdempotentConsumer.<T>named(definition.name())
         .inbox(inbox)
         .transactionRunner(runner)

@@ -1,9 +1,9 @@
 package dev.idem.spring;
 
-import dev.idem.BatchHandler;
-import dev.idem.Handler;
 import static dev.idem.internal.Arguments.requirePositive;
 
+import dev.idem.BatchHandler;
+import dev.idem.Handler;
 import dev.idem.IdempotentConsumer;
 import java.time.Duration;
 import java.util.Objects;

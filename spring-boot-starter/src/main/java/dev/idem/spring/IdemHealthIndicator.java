@@ -45,7 +45,8 @@ public final class IdemHealthIndicator implements HealthIndicator {
       case FAILED -> Health.down().withDetail("error", String.valueOf(consumer.failure()));
       case RUNNING -> {
         if (failures >= definition.maxFailuresInARow()) {
-          yield Health.down().withDetail("reason", failures + " failures in a row (at most " + definition.maxFailuresInARow() + ")");
+          yield Health.down().withDetail("reason",
+              failures + " failures in a row (at most " + definition.maxFailuresInARow() + ")");
         }
         if (age.compareTo(definition.maxOldestUnsettledAge()) > 0) {
           yield Health.down().withDetail("reason", "the oldest unsettled message is " + age + " old (at most "

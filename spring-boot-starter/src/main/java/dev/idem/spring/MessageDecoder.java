@@ -20,5 +20,6 @@ public interface MessageDecoder<T> {
    * @return the payload; {@code null} makes the message a dead letter (missing payload)
    * @throws Exception when the body cannot be decoded
    */
-  @Nullable T decode(byte[] body) throws Exception;
+  @Nullable
+  T decode(byte[] body) throws Exception;
 }

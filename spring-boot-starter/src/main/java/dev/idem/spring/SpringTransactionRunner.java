@@ -97,11 +97,11 @@ public final class SpringTransactionRunner implements TransactionRunner {
     return Mono.defer(() -> {
       TransactionAttempt attempt = new TransactionAttempt();
       return operator.execute(status -> ConnectionFactoryUtils.getConnection(connectionFactory)
-              .flatMap(connection -> guards(connection)
-                  .then(Mono.defer(() -> work.apply(connection))
-                      .map(Optional::of)
-                      .defaultIfEmpty(Optional.empty())
-                      .doOnError(attempt::workFailed))))
+          .flatMap(connection -> guards(connection)
+              .then(Mono.defer(() -> work.apply(connection))
+                  .map(Optional::of)
+                  .defaultIfEmpty(Optional.empty())
+                  .doOnError(attempt::workFailed))))
           .singleOrEmpty()
           .contextWrite(context -> context.put(TransactionAttempt.class, attempt))
           .doOnCancel(attempt::cancelled)

@@ -43,8 +43,8 @@ class ConfiguredConsumersTests {
   @Test
   void aConfiguredRabbitConsumerAndABeanConsumerAreBuiltWithOneHealthIndicatorEach() {
     runner.withPropertyValues("idem.consumers.orders.handler=printer", "idem.consumers.orders.source.type=rabbitmq",
-            "idem.consumers.orders.source.queue=orders", "idem.consumers.orders.concurrency=4",
-            "idem.consumers.off.enabled=false", "idem.consumers.off.handler=missing")
+        "idem.consumers.orders.source.queue=orders", "idem.consumers.orders.concurrency=4",
+        "idem.consumers.off.enabled=false", "idem.consumers.off.handler=missing")
         .withBean("audit", IdemConsumerDefinition.class, () -> IdemConsumerDefinition.<String>named("audit")
             .source(() -> ConsumerSource.of(reactor.core.publisher.Flux::never, () -> {}))
             .handler((payload, tx) -> Mono.empty())
@@ -55,7 +55,8 @@ class ConfiguredConsumersTests {
           IdemConsumers consumers = context.getBean(IdemConsumers.class);
           assertThat(consumers.consumers()).extracting(ManagedConsumer::name).containsExactly("orders", "audit");
           assertThat(consumers.consumers()).allMatch(c -> c.state() == ManagedConsumer.State.NOT_STARTED);
-          assertThat(context.getBean("idemHealthContributor", org.springframework.boot.health.contributor.CompositeHealthContributor.class)
+          assertThat(context
+              .getBean("idemHealthContributor", org.springframework.boot.health.contributor.CompositeHealthContributor.class)
               .getContributor("orders")).isInstanceOf(IdemHealthIndicator.class);
         });
   }
@@ -72,12 +73,12 @@ class ConfiguredConsumersTests {
   @Test
   void batchSettingsReachTheConsumerAndAnInvalidOneNamesItsProperty() {
     runner.withPropertyValues("idem.consumers.orders.handler=printer", "idem.consumers.orders.source.type=rabbitmq",
-            "idem.consumers.orders.source.queue=orders", "idem.consumers.orders.slow-message-threshold=0s")
+        "idem.consumers.orders.source.queue=orders", "idem.consumers.orders.slow-message-threshold=0s")
         .run(context -> assertThat(context).getFailure()
             .hasStackTraceContaining("Invalid Idem consumer configuration for consumer 'orders' (idem.consumers.orders.*")
             .hasStackTraceContaining("slowMessageThreshold must be positive"));
     runner.withPropertyValues("idem.consumers.orders.handler=printer", "idem.consumers.orders.source.type=rabbitmq",
-            "idem.consumers.orders.source.queue=orders", "idem.consumers.orders.max-batch-size=0")
+        "idem.consumers.orders.source.queue=orders", "idem.consumers.orders.max-batch-size=0")
         .run(context -> assertThat(context).getFailure()
             .hasStackTraceContaining("Invalid Idem consumer configuration for consumer 'orders' (idem.consumers.orders.*")
             .hasStackTraceContaining("maxBatchSize must be at least 1"));
@@ -93,7 +94,7 @@ class ConfiguredConsumersTests {
   @Test
   void aHandlerBeanOfTheWrongTypeIsNamed() {
     runner.withPropertyValues("idem.consumers.orders.handler=notAHandler", "idem.consumers.orders.source.type=rabbitmq",
-            "idem.consumers.orders.source.queue=orders")
+        "idem.consumers.orders.source.queue=orders")
         .run(context -> assertThat(context).getFailure()
             .hasStackTraceContaining("idem.consumers.orders.handler names bean 'notAHandler' of type java.lang.String"));
   }
@@ -101,7 +102,7 @@ class ConfiguredConsumersTests {
   @Test
   void aKafkaSettingOnARabbitSourceIsNamed() {
     runner.withPropertyValues("idem.consumers.orders.handler=printer", "idem.consumers.orders.source.type=rabbitmq",
-            "idem.consumers.orders.source.queue=orders", "idem.consumers.orders.source.topics=payments")
+        "idem.consumers.orders.source.queue=orders", "idem.consumers.orders.source.topics=payments")
         .run(context -> assertThat(context).getFailure()
             .hasStackTraceContaining("idem.consumers.orders.source.topics applies to source.type kafka only"));
   }
@@ -109,18 +110,18 @@ class ConfiguredConsumersTests {
   @Test
   void aKafkaConsumerWithoutTopicsIsNamedAndBootstrapServersComeFromSpringKafka() {
     runner.withPropertyValues("idem.consumers.payments.handler=printer", "idem.consumers.payments.source.type=kafka",
-            "spring.kafka.bootstrap-servers=127.0.0.1:9092")
+        "spring.kafka.bootstrap-servers=127.0.0.1:9092")
         .run(context -> assertThat(context).getFailure()
             .hasStackTraceContaining("idem.consumers.payments.source.topics is required"));
     runner.withPropertyValues("idem.consumers.payments.handler=printer", "idem.consumers.payments.source.type=kafka",
-            "idem.consumers.payments.source.topics=payments", "spring.kafka.bootstrap-servers=127.0.0.1:9092")
+        "idem.consumers.payments.source.topics=payments", "spring.kafka.bootstrap-servers=127.0.0.1:9092")
         .run(context -> assertThat(context).hasNotFailed());
   }
 
   @Test
   void anUnknownPayloadClassIsNamed() {
     runner.withPropertyValues("idem.consumers.orders.handler=printer", "idem.consumers.orders.source.type=rabbitmq",
-            "idem.consumers.orders.source.queue=orders", "idem.consumers.orders.payload-type=com.example.Missing")
+        "idem.consumers.orders.source.queue=orders", "idem.consumers.orders.payload-type=com.example.Missing")
         .run(context -> assertThat(context).getFailure()
             .hasStackTraceContaining("idem.consumers.orders.payload-type"));
   }

@@ -30,7 +30,8 @@ class IdemHealthIntegrationTests {
       .withPropertyValues("spring.r2dbc.url=" + PG.url(), "spring.r2dbc.pool.initial-size=1", "spring.r2dbc.pool.max-size=4");
 
   private static Health health(org.springframework.context.ApplicationContext context, String consumer) {
-    return ((HealthIndicator) context.getBean("idemHealthContributor", CompositeHealthContributor.class).getContributor(consumer)).health();
+    return ((HealthIndicator) context.getBean("idemHealthContributor", CompositeHealthContributor.class).getContributor(consumer))
+        .health();
   }
 
   @Test
@@ -40,17 +41,20 @@ class IdemHealthIntegrationTests {
     String healthy = PostgresService.uniqueName("healthy");
     runner
         .withBean(stuck, IdemConsumerDefinition.class, () -> IdemConsumerDefinition.<String>named(stuck)
-            .source(() -> ConsumerSource.of(() -> Flux.just(TestDelivery.of(stuck + "-1", "x")).concatWith(Flux.never()), () -> {}))
+            .source(
+                () -> ConsumerSource.of(() -> Flux.just(TestDelivery.of(stuck + "-1", "x")).concatWith(Flux.never()), () -> {}))
             .handler((payload, tx) -> Mono.never())
             .health(Duration.ofMillis(300), 10)
             .shutdownGracePeriod(Duration.ofMillis(200))
             .build())
         .withBean(broken, IdemConsumerDefinition.class, () -> IdemConsumerDefinition.<String>named(broken)
-            .source(() -> ConsumerSource.of(() -> Flux.<dev.idem.Delivery<String>>error(new IllegalStateException("broker gone for good")), () -> {}))
+            .source(() -> ConsumerSource
+                .of(() -> Flux.<dev.idem.Delivery<String>>error(new IllegalStateException("broker gone for good")), () -> {}))
             .handler((payload, tx) -> Mono.empty())
             .build())
         .withBean(healthy, IdemConsumerDefinition.class, () -> IdemConsumerDefinition.<String>named(healthy)
-            .source(() -> ConsumerSource.of(() -> Flux.just(TestDelivery.of(healthy + "-1", "x")).concatWith(Flux.never()), () -> {}))
+            .source(
+                () -> ConsumerSource.of(() -> Flux.just(TestDelivery.of(healthy + "-1", "x")).concatWith(Flux.never()), () -> {}))
             .handler((payload, tx) -> tx.sql("SELECT 1").execute())
             .build())
         .run(context -> {
@@ -66,7 +70,8 @@ class IdemHealthIntegrationTests {
           assertThat(health(context, healthy).getStatus()).isEqualTo(Status.UP);
           assertThat(PG.count("SELECT count(*) FROM processed_messages WHERE consumer = $1", healthy)).isEqualTo(1);
 
-          HealthIndicator stuckHealth = (HealthIndicator) context.getBean("idemHealthContributor", CompositeHealthContributor.class)
+          HealthIndicator stuckHealth = (HealthIndicator) context
+              .getBean("idemHealthContributor", CompositeHealthContributor.class)
               .getContributor(stuck);
           context.close();
 

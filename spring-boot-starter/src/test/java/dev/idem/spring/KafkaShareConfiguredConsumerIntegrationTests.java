@@ -70,25 +70,29 @@ class KafkaShareConfiguredConsumerIntegrationTests {
     ConfigurableApplicationContext context = new SpringApplicationBuilder(TestApplication.class, Meters.class).run(
         "--spring.r2dbc.url=" + PG.url(), "--spring.r2dbc.pool.initial-size=1", "--spring.r2dbc.pool.max-size=8",
         at + "handler=orderHandler", at + "concurrency=4", at + "ordering=unordered",
-        at + "source.type=kafka-share", at + "source.bootstrap-servers=" + KAFKA.bootstrapServers(), at + "source.topics=" + topic,
+        at + "source.type=kafka-share", at + "source.bootstrap-servers=" + KAFKA.bootstrapServers(),
+        at + "source.topics=" + topic,
         at + "source.group-id=" + group, at + "source.share-consumers=2");
     ManagedConsumer consumer;
     MeterRegistry meters = context.getBean(MeterRegistry.class);
     try {
       consumer = context.getBean(IdemConsumers.class).consumer(name).orElseThrow();
       await().atMost(Duration.ofSeconds(90)).untilAsserted(() -> {
-        assertThat(PG.count("SELECT count(*) FROM " + OrderHandler.TABLE + " WHERE message_id LIKE $1", name + "-%")).isEqualTo(60);
+        assertThat(PG.count("SELECT count(*) FROM " + OrderHandler.TABLE + " WHERE message_id LIKE $1", name + "-%"))
+            .isEqualTo(60);
         assertThat(consumer.unsettled()).isZero();
         assertThat(meters.find(MicrometerConsumerMetrics.MESSAGES).counters().stream().mapToDouble(c -> c.count()).sum())
             .as("settled messages counted, the 12 producer repeats among them").isGreaterThanOrEqualTo(72);
       });
-      assertThat(PG.count("SELECT count(DISTINCT message_id) FROM " + OrderHandler.TABLE + " WHERE message_id LIKE $1", name + "-%"))
+      assertThat(
+          PG.count("SELECT count(DISTINCT message_id) FROM " + OrderHandler.TABLE + " WHERE message_id LIKE $1", name + "-%"))
           .isEqualTo(60);
       HealthIndicator health = (HealthIndicator) context.getBean("idemHealthContributor", CompositeHealthContributor.class)
           .getContributor(name);
       assertThat(health.health().getStatus()).isEqualTo(Status.UP);
       assertThat(meters.find(KafkaShareSource.HELD_RECORDS_METRIC).tag("idem.source", group).gauges()).hasSize(2);
-      assertThat(meters.find("kafka.consumer.share.fetch.manager.records.consumed.total").tag("idem.source", group).functionCounters())
+      assertThat(
+          meters.find("kafka.consumer.share.fetch.manager.records.consumed.total").tag("idem.source", group).functionCounters())
           .hasSize(2).extracting(FunctionCounter::count)
           .satisfies(counts -> assertThat(counts.stream().mapToDouble(Double::doubleValue).sum()).isGreaterThanOrEqualTo(72));
     } finally {

@@ -68,7 +68,7 @@ class KafkaShareSourceConfigurationTests {
         .run(context -> assertThat(context).getFailure()
             .hasStackTraceContaining("idem.consumers.orders.source.share-consumers applies to source.type kafka-share only"));
     runner.withPropertyValues("idem.consumers.orders.source.type=kafka-share", "idem.consumers.orders.ordering=unordered",
-            "idem.consumers.orders.source.share-consumers=0")
+        "idem.consumers.orders.source.share-consumers=0")
         .run(context -> assertThat(context).getFailure()
             .hasStackTraceContaining("idem.consumers.orders.source.share-consumers must be at least 1, was 0"));
   }

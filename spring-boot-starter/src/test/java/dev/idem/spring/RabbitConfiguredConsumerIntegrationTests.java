@@ -53,11 +53,13 @@ class RabbitConfiguredConsumerIntegrationTests {
     try {
       consumer = context.getBean(IdemConsumers.class).consumer(name).orElseThrow();
       await().atMost(Duration.ofSeconds(60)).untilAsserted(() -> {
-        assertThat(PG.count("SELECT count(*) FROM " + OrderHandler.TABLE + " WHERE message_id LIKE $1", name + "-%")).isEqualTo(60);
+        assertThat(PG.count("SELECT count(*) FROM " + OrderHandler.TABLE + " WHERE message_id LIKE $1", name + "-%"))
+            .isEqualTo(60);
         assertThat(consumer.unsettled()).isZero();
         assertThat(RABBIT.messageCount(queue)).isZero();
       });
-      assertThat(PG.count("SELECT count(DISTINCT message_id) FROM " + OrderHandler.TABLE + " WHERE message_id LIKE $1", name + "-%"))
+      assertThat(
+          PG.count("SELECT count(DISTINCT message_id) FROM " + OrderHandler.TABLE + " WHERE message_id LIKE $1", name + "-%"))
           .isEqualTo(60);
       HealthIndicator health = (HealthIndicator) context.getBean("idemHealthContributor", CompositeHealthContributor.class)
           .getContributor(name);

@@ -57,19 +57,16 @@ class SpringTransactionRunnerIntegrationTests {
 
   @DynamicPropertySource
   static void r2dbc(DynamicPropertyRegistry registry) {
-    registry.add("spring.r2dbc.url", () -> PG.url() + (PG.url().contains("?") ? "&" : "?") + "applicationName=" + APPLICATION_NAME);
+    registry.add("spring.r2dbc.url",
+        () -> PG.url() + (PG.url().contains("?") ? "&" : "?") + "applicationName=" + APPLICATION_NAME);
     registry.add("spring.r2dbc.pool.max-size", () -> "8");
     registry.add("spring.r2dbc.pool.initial-size", () -> "1");
   }
 
-  @Autowired
-  ConnectionFactory connectionFactory;
-  @Autowired
-  EffectRepository effects;
-  @Autowired
-  DatabaseClient db;
-  @Autowired
-  PostgresInbox inbox;
+  @Autowired ConnectionFactory connectionFactory;
+  @Autowired EffectRepository effects;
+  @Autowired DatabaseClient db;
+  @Autowired PostgresInbox inbox;
 
   private String consumer;
 
@@ -116,7 +113,8 @@ class SpringTransactionRunnerIntegrationTests {
   void databaseClientAndEntityTemplateWritesJoinTheTransactionAndRollBackWithIt() {
     String id = PostgresService.uniqueName("m");
     ObservingDelivery delivery = new ObservingDelivery(id, "x");
-    Handler<String> handler = (payload, tx) -> db.sql("INSERT INTO " + Effect.TABLE + " (message_id, note) VALUES (:id, 'client')")
+    Handler<String> handler = (payload, tx) -> db
+        .sql("INSERT INTO " + Effect.TABLE + " (message_id, note) VALUES (:id, 'client')")
         .bind("id", tx.messageId()).fetch().rowsUpdated()
         .then(effects.save(new Effect(null, tx.messageId(), "repository")))
         .then(Mono.error(new NonRetryableException("refused after writing")));
@@ -137,7 +135,8 @@ class SpringTransactionRunnerIntegrationTests {
     Handler<String> swallows = (payload, tx) -> effects.save(new Effect(null, tx.messageId(), payload))
         .then(db.sql("SELECT 1 / 0").fetch().rowsUpdated().onErrorResume(e -> Mono.empty()));
 
-    Outcome<String> outcome = pipeline(swallows, Duration.ofSeconds(30)).metrics(countingInfrastructure(infrastructureRetries)).build()
+    Outcome<String> outcome = pipeline(swallows, Duration.ofSeconds(30)).metrics(countingInfrastructure(infrastructureRetries))
+        .build()
         .process(Flux.just(delivery)).blockLast(TIMEOUT);
 
     assertThat(outcome.status()).isEqualTo(Outcome.Status.DEAD_LETTERED);
@@ -159,7 +158,8 @@ class SpringTransactionRunnerIntegrationTests {
             .then(Mono.error(new IllegalStateException("the service failed")))))
         .onErrorResume(IllegalStateException.class, e -> Mono.empty());
 
-    Outcome<String> outcome = pipeline(handler, Duration.ofSeconds(30)).metrics(countingInfrastructure(infrastructureRetries)).build()
+    Outcome<String> outcome = pipeline(handler, Duration.ofSeconds(30)).metrics(countingInfrastructure(infrastructureRetries))
+        .build()
         .process(Flux.just(new ObservingDelivery(id, "x"))).blockLast(TIMEOUT);
 
     assertThat(outcome.status()).isEqualTo(Outcome.Status.DEAD_LETTERED);
@@ -172,7 +172,8 @@ class SpringTransactionRunnerIntegrationTests {
   @Test
   void aTransactionPastItsTimeoutIsRolledBackAndTheMessageAppliedOnceByTheNextAttempt() {
     // The server's statement_timeout (derived from the 2 s transaction timeout) stops the statement.
-    slowFirstAttemptIsRolledBack(new SpringTransactionRunner(connectionFactory, ServerTimeouts.derivedFrom(Duration.ofSeconds(2))));
+    slowFirstAttemptIsRolledBack(
+        new SpringTransactionRunner(connectionFactory, ServerTimeouts.derivedFrom(Duration.ofSeconds(2))));
   }
 
   @Test
@@ -186,7 +187,8 @@ class SpringTransactionRunnerIntegrationTests {
     String id = PostgresService.uniqueName("m");
     String marker = "sleep_" + id;
     AtomicInteger attempts = new AtomicInteger();
-    Handler<String> slowFirst = (payload, tx) -> effects.save(new Effect(null, tx.messageId(), "attempt " + attempts.incrementAndGet()))
+    Handler<String> slowFirst = (payload, tx) -> effects
+        .save(new Effect(null, tx.messageId(), "attempt " + attempts.incrementAndGet()))
         .then(attempts.get() == 1 ? db.sql("SELECT pg_sleep(30), '" + marker + "'").fetch().rowsUpdated().then() : Mono.empty());
 
     Outcome<String> outcome = IdempotentConsumer.<String>named(consumer)
@@ -200,12 +202,15 @@ class SpringTransactionRunnerIntegrationTests {
 
     assertThat(outcome.status()).isEqualTo(Outcome.Status.PROCESSED);
     assertThat(attempts.get()).isGreaterThanOrEqualTo(2);
-    assertThat(PG.column("SELECT note FROM " + Effect.TABLE + " WHERE message_id = $1", id)).containsExactly("attempt " + attempts.get());
+    assertThat(PG.column("SELECT note FROM " + Effect.TABLE + " WHERE message_id = $1", id))
+        .containsExactly("attempt " + attempts.get());
     assertThat(inboxRows(id)).isEqualTo(1);
     // The slow statement is not running any more (30 s would not have passed), and none of this
     // test's pooled connections is left inside a transaction.
-    assertThat(PG.count("SELECT count(*) FROM pg_stat_activity WHERE query LIKE $1 AND state = 'active' AND pid <> pg_backend_pid()",
-        "%" + marker + "%")).isZero();
+    assertThat(
+        PG.count("SELECT count(*) FROM pg_stat_activity WHERE query LIKE $1 AND state = 'active' AND pid <> pg_backend_pid()",
+            "%" + marker + "%"))
+        .isZero();
     assertThat(PG.count("SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND state LIKE 'idle in transaction%'",
         APPLICATION_NAME)).isZero();
   }
@@ -295,8 +300,8 @@ class SpringTransactionRunnerIntegrationTests {
     protected Mono<Void> doAck() {
       return Mono.usingWhen(PG.connectionFactory().create(),
           c -> Flux.from(c.createStatement("SELECT (SELECT count(*) FROM " + Effect.TABLE + " WHERE message_id = $1),"
-                  + " (SELECT count(*) FROM processed_messages WHERE consumer = $2 AND message_id = $1)")
-                  .bind(0, id).bind(1, consumer).execute())
+              + " (SELECT count(*) FROM processed_messages WHERE consumer = $2 AND message_id = $1)")
+              .bind(0, id).bind(1, consumer).execute())
               .concatMap(r -> r.map((row, meta) -> List.of(row.get(0, Long.class), row.get(1, Long.class))))
               .doOnNext(seenAtAck::addAll)
               .then(),

@@ -74,9 +74,9 @@ public final class PaymentsApp {
       throws Exception {
     Mono.usingWhen(pool.create(),
         connection -> Flux.from(connection.createBatch()
-                .add("CREATE TABLE IF NOT EXISTS accounts (id bigint PRIMARY KEY, balance bigint NOT NULL DEFAULT 0)")
-                .add("INSERT INTO accounts (id) SELECT g FROM generate_series(1, 100) g ON CONFLICT DO NOTHING")
-                .execute())
+            .add("CREATE TABLE IF NOT EXISTS accounts (id bigint PRIMARY KEY, balance bigint NOT NULL DEFAULT 0)")
+            .add("INSERT INTO accounts (id) SELECT g FROM generate_series(1, 100) g ON CONFLICT DO NOTHING")
+            .execute())
             .flatMap(result -> result.getRowsUpdated())
             .then(),
         connection -> connection.close())
@@ -95,9 +95,9 @@ public final class PaymentsApp {
         .handler(creditAccount())
         .build();
     RabbitSource<Payment> source = RabbitSource.create(RabbitSourceOptions.builder(queue)
-            .uri(rabbitUri)
-            .orderingKey((envelope, properties) -> accountOf(properties))
-            .build(),
+        .uri(rabbitUri)
+        .orderingKey((envelope, properties) -> accountOf(properties))
+        .build(),
         (body, properties) -> Payment.parse(new String(body, StandardCharsets.UTF_8)));
     return source.receive().transform(payments::process);
   }

@@ -12,7 +12,8 @@ import org.junit.jupiter.api.Test;
  */
 class CreditAccountContractTest {
 
-  private static final String POSTGRES_URL = System.getenv().getOrDefault("POSTGRES_URL", "r2dbc:postgresql://postgres@127.0.0.1:5432/test");
+  private static final String POSTGRES_URL = System.getenv().getOrDefault("POSTGRES_URL",
+      "r2dbc:postgresql://postgres@127.0.0.1:5432/test");
 
   @Test
   void creditAccountKeepsItsEffectsExactlyOnce() {

@@ -26,7 +26,8 @@ import reactor.core.publisher.Mono;
  */
 class PaymentsAppTest {
 
-  private static final String POSTGRES_URL = System.getenv().getOrDefault("POSTGRES_URL", "r2dbc:postgresql://postgres@127.0.0.1:5432/test");
+  private static final String POSTGRES_URL = System.getenv().getOrDefault("POSTGRES_URL",
+      "r2dbc:postgresql://postgres@127.0.0.1:5432/test");
   private static final String RABBIT_URI = System.getenv().getOrDefault("RABBIT_URI", "amqp://guest:guest@127.0.0.1:5672");
 
   private final String queue = "payments-test-" + System.nanoTime();
@@ -73,7 +74,8 @@ class PaymentsAppTest {
       throw new IllegalStateException("this test needs PostgreSQL at " + POSTGRES_URL
           + ": start one or set POSTGRES_URL (an R2DBC URL)", e);
     }
-    Mono.usingWhen(pool.create(), c -> Mono.from(c.createStatement("UPDATE accounts SET balance = 0 WHERE id IN (7, 8)").execute()),
+    Mono.usingWhen(pool.create(),
+        c -> Mono.from(c.createStatement("UPDATE accounts SET balance = 0 WHERE id IN (7, 8)").execute()),
         c -> c.close()).block();
     try (Connection connection = rabbit(); Channel channel = connection.createChannel()) {
       channel.confirmSelect();

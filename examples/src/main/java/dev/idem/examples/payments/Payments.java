@@ -41,11 +41,12 @@ public final class Payments {
    * @return the SQL statements
    */
   public static String[] resetSchema(int accounts) {
-    return new String[] {
+    return new String[]{
         "DROP TABLE IF EXISTS " + LEDGER,
         "DROP TABLE IF EXISTS " + ACCOUNTS,
         "CREATE TABLE " + ACCOUNTS + " (id int PRIMARY KEY, balance bigint NOT NULL DEFAULT 0)",
-        "CREATE TABLE " + LEDGER + " (seq bigserial PRIMARY KEY, event_id text NOT NULL, account_id int NOT NULL, amount bigint NOT NULL)",
+        "CREATE TABLE " + LEDGER
+            + " (seq bigserial PRIMARY KEY, event_id text NOT NULL, account_id int NOT NULL, amount bigint NOT NULL)",
         "INSERT INTO " + ACCOUNTS + " (id) SELECT g FROM generate_series(1, " + accounts + ") g"
     };
   }

@@ -93,7 +93,8 @@ public final class PaymentsDemo {
       return String.join(System.lineSeparator(),
           "Payments demo report",
           String.format("  messages delivered (distinct events)    %8d", events),
-          String.format("  records published (with 10%% repeats)    %8d  (+%d poison pills)", published - POISON_PILLS, POISON_PILLS),
+          String.format("  records published (with 10%% repeats)    %8d  (+%d poison pills)", published - POISON_PILLS,
+              POISON_PILLS),
           String.format("  deliveries seen (with redeliveries)      %8d", deliveriesSeen),
           String.format("  effects applied                          %8d", effects),
           String.format("  duplicates suppressed                    %8d", duplicates),
@@ -203,7 +204,8 @@ public final class PaymentsDemo {
         records.add(record(topic, all.get(random.nextInt(i + 1))));
       }
       if (i == events / 4 || i == events / 2 || i == 3 * events / 4) { // poison pills
-        ProducerRecord<String, byte[]> poison = new ProducerRecord<>(topic, "1", "{not a payment".getBytes(StandardCharsets.UTF_8));
+        ProducerRecord<String, byte[]> poison = new ProducerRecord<>(topic, "1",
+            "{not a payment".getBytes(StandardCharsets.UTF_8));
         poison.headers().add("message-id", ("poison-" + i).getBytes(StandardCharsets.UTF_8));
         records.add(poison);
       }
@@ -229,7 +231,8 @@ public final class PaymentsDemo {
       List<java.util.concurrent.Future<org.apache.kafka.clients.producer.RecordMetadata>> sends = new ArrayList<>();
       List<ProducerRecord<String, byte[]>> failed = new ArrayList<>();
       Throwable lastFailure = null;
-      try (KafkaProducer<String, byte[]> producer = new KafkaProducer<>(props, new StringSerializer(), new ByteArraySerializer())) {
+      try (KafkaProducer<String, byte[]> producer = new KafkaProducer<>(props, new StringSerializer(),
+          new ByteArraySerializer())) {
         pending.forEach(r -> sends.add(producer.send(r)));
         producer.flush();
         for (int i = 0; i < sends.size(); i++) {
@@ -246,9 +249,11 @@ public final class PaymentsDemo {
       }
       if (!failed.isEmpty()) {
         if (round == 5) {
-          throw new IllegalStateException(failed.size() + " records could not be published after 5 rounds: " + lastFailure, lastFailure);
+          throw new IllegalStateException(failed.size() + " records could not be published after 5 rounds: " + lastFailure,
+              lastFailure);
         }
-        System.out.printf("[demo] %d of %d records were not written (%s); sending them again%n", failed.size(), pending.size(), lastFailure);
+        System.out.printf("[demo] %d of %d records were not written (%s); sending them again%n", failed.size(), pending.size(),
+            lastFailure);
       }
       pending = failed;
     }
@@ -281,7 +286,8 @@ public final class PaymentsDemo {
         "SELECT pid || ' ' || state || ' ' || coalesce(wait_event_type, '-') || '/' || coalesce(wait_event, '-') || ' '"
             + " || left(query, 120) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"));
     Files.writeString(log, "--- pg_stat_activity ---" + System.lineSeparator() + activity + System.lineSeparator()
-        + "--- thread dump of the consumer ---" + System.lineSeparator() + consumer.threadDump(), java.nio.file.StandardOpenOption.APPEND);
+        + "--- thread dump of the consumer ---" + System.lineSeparator() + consumer.threadDump(),
+        java.nio.file.StandardOpenOption.APPEND);
     throw new IllegalStateException("timed out waiting for " + target + " effects after " + TIMEOUT.toMinutes() + " min: "
         + effects + " applied; the consumer (process " + consumer.pid() + ") is alive. Its log, with its threads and the "
         + "database's sessions at the timeout: " + log + "; the log before them ends with:" + System.lineSeparator() + before);
@@ -300,7 +306,8 @@ public final class PaymentsDemo {
     var ends = admin.listOffsets(latest).all().get();
     long deadline = System.nanoTime() + TIMEOUT.toNanos();
     while (System.nanoTime() < deadline) {
-      Map<TopicPartition, OffsetAndMetadata> committed = admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get();
+      Map<TopicPartition, OffsetAndMetadata> committed = admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata()
+          .get();
       boolean atEnd = ends.entrySet().stream().allMatch(e -> committed.get(e.getKey()) != null
           && committed.get(e.getKey()).offset() == e.getValue().offset());
       if (atEnd) {
@@ -322,7 +329,8 @@ public final class PaymentsDemo {
 
   private static List<String> queryRows(ConnectionFactory db, String sql) {
     return Flux.usingWhen(db.create(),
-        c -> Flux.from(c.createStatement(sql).execute()).flatMap(r -> r.map((row, meta) -> String.valueOf(row.get(0, String.class)))),
+        c -> Flux.from(c.createStatement(sql).execute())
+            .flatMap(r -> r.map((row, meta) -> String.valueOf(row.get(0, String.class)))),
         Connection::close).collectList().block(TIMEOUT);
   }
 
@@ -334,7 +342,8 @@ public final class PaymentsDemo {
 
   static void execute(ConnectionFactory db, String... statements) {
     Mono.usingWhen(db.create(),
-        c -> Flux.fromArray(statements).concatMap(sql -> Flux.from(c.createStatement(sql).execute()).flatMap(r -> r.getRowsUpdated())).then(),
+        c -> Flux.fromArray(statements)
+            .concatMap(sql -> Flux.from(c.createStatement(sql).execute()).flatMap(r -> r.getRowsUpdated())).then(),
         Connection::close).block(TIMEOUT);
   }
 }

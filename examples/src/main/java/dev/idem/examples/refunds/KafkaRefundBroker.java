@@ -44,12 +44,15 @@ final class KafkaRefundBroker implements RefundBroker {
 
   @Override
   public void publishRefunds(List<RefundEvent> events) {
-    Map<String, Object> props = Map.of(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers, ProducerConfig.ACKS_CONFIG, "all",
+    Map<String, Object> props = Map.of(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrapServers, ProducerConfig.ACKS_CONFIG,
+        "all",
         ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true);
-    try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(props, new ByteArraySerializer(), new ByteArraySerializer())) {
+    try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(props, new ByteArraySerializer(),
+        new ByteArraySerializer())) {
       List<java.util.concurrent.Future<?>> sent = new ArrayList<>();
       for (RefundEvent event : events) {
-        ProducerRecord<byte[], byte[]> record = new ProducerRecord<>(refundsTopic, event.refundId().getBytes(StandardCharsets.UTF_8),
+        ProducerRecord<byte[], byte[]> record = new ProducerRecord<>(refundsTopic,
+            event.refundId().getBytes(StandardCharsets.UTF_8),
             Long.toString(event.amountCents()).getBytes(StandardCharsets.UTF_8));
         record.headers().add(KafkaSourceOptions.DEFAULT_MESSAGE_ID_HEADER, event.refundId().getBytes(StandardCharsets.UTF_8));
         sent.add(producer.send(record));

@@ -72,7 +72,8 @@ final class RabbitRefundBroker implements RefundBroker {
   }
 
   private Flux<Delivery<String>> source(String queue) {
-    RabbitSource<String> source = RabbitSource.create(RabbitSourceOptions.builder(queue).uri(uri).prefetch(32).build(), PayloadDecoder.utf8());
+    RabbitSource<String> source = RabbitSource.create(RabbitSourceOptions.builder(queue).uri(uri).prefetch(32).build(),
+        PayloadDecoder.utf8());
     resources.add(source);
     return source.receive();
   }

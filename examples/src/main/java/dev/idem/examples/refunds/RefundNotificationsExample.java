@@ -59,7 +59,8 @@ public final class RefundNotificationsExample {
    * @param mostNotificationsPerRefund the most notifications any refund produced downstream
    * @param distinctNotificationIds distinct message ids among the applied notifications
    */
-  public record Report(String broker, long refunds, long delivered, long refundRows, long duplicates, long outboxRows, long relayed,
+  public record Report(String broker, long refunds, long delivered, long refundRows, long duplicates, long outboxRows,
+      long relayed,
       long notificationsApplied, long mostNotificationsPerRefund, long distinctNotificationIds) {
 
     /**
@@ -214,7 +215,8 @@ public final class RefundNotificationsExample {
           count(pool, "SELECT count(*) FROM " + SENT_NOTIFICATIONS + " WHERE body LIKE 'Your refund refund-" + run + "-%'"),
           count(pool, "SELECT coalesce(max(n), 0) FROM (SELECT count(*) AS n FROM " + SENT_NOTIFICATIONS
               + " WHERE body LIKE 'Your refund refund-" + run + "-%' GROUP BY body) AS per_refund"),
-          count(pool, "SELECT count(DISTINCT notification_id) FROM " + SENT_NOTIFICATIONS + " WHERE body LIKE 'Your refund refund-" + run + "-%'"));
+          count(pool, "SELECT count(DISTINCT notification_id) FROM " + SENT_NOTIFICATIONS
+              + " WHERE body LIKE 'Your refund refund-" + run + "-%'"));
     } finally {
       running.forEach(Disposable::dispose);
       pool.dispose();
@@ -223,11 +225,11 @@ public final class RefundNotificationsExample {
 
   private static void createTables(ConnectionPool pool) {
     Mono.usingWhen(pool.create(), c -> Flux.just(
-            // Demo tables: each run starts afresh (the inbox keeps its ids; refund ids are unique per run).
-            "DROP TABLE IF EXISTS " + OUTBOX, "DROP TABLE IF EXISTS " + REFUNDS, "DROP TABLE IF EXISTS " + SENT_NOTIFICATIONS,
-            "CREATE TABLE IF NOT EXISTS " + REFUNDS + " (refund_id text PRIMARY KEY, amount bigint NOT NULL)",
-            // No unique key on purpose: a notification sent twice would show as two rows.
-            "CREATE TABLE IF NOT EXISTS " + SENT_NOTIFICATIONS + " (notification_id text NOT NULL, body text NOT NULL)")
+        // Demo tables: each run starts afresh (the inbox keeps its ids; refund ids are unique per run).
+        "DROP TABLE IF EXISTS " + OUTBOX, "DROP TABLE IF EXISTS " + REFUNDS, "DROP TABLE IF EXISTS " + SENT_NOTIFICATIONS,
+        "CREATE TABLE IF NOT EXISTS " + REFUNDS + " (refund_id text PRIMARY KEY, amount bigint NOT NULL)",
+        // No unique key on purpose: a notification sent twice would show as two rows.
+        "CREATE TABLE IF NOT EXISTS " + SENT_NOTIFICATIONS + " (notification_id text NOT NULL, body text NOT NULL)")
         .concatMap(sql -> Mono.from(c.createStatement(sql).execute()).flatMap(r -> Mono.from(r.getRowsUpdated())))
         .then(), io.r2dbc.spi.Connection::close).block();
   }

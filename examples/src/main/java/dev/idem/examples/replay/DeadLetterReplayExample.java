@@ -156,7 +156,8 @@ public final class DeadLetterReplayExample {
     try (KafkaProducer<String, byte[]> producer = new KafkaProducer<>(
         Map.of(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap, ProducerConfig.ACKS_CONFIG, "all"),
         new StringSerializer(), new ByteArraySerializer())) {
-      ProducerRecord<String, byte[]> record = new ProducerRecord<>(topic, Integer.toString(event.accountId()), event.encodeValue());
+      ProducerRecord<String, byte[]> record = new ProducerRecord<>(topic, Integer.toString(event.accountId()),
+          event.encodeValue());
       record.headers().add("message-id", event.eventId().getBytes(StandardCharsets.UTF_8));
       producer.send(record).get();
     }
@@ -164,7 +165,8 @@ public final class DeadLetterReplayExample {
 
   private static void execute(ConnectionPool pool, String... statements) {
     Mono.usingWhen(pool.create(),
-        c -> Flux.fromArray(statements).concatMap(sql -> Flux.from(c.createStatement(sql).execute()).flatMap(r -> r.getRowsUpdated())).then(),
+        c -> Flux.fromArray(statements)
+            .concatMap(sql -> Flux.from(c.createStatement(sql).execute()).flatMap(r -> r.getRowsUpdated())).then(),
         io.r2dbc.spi.Connection::close).block(TIMEOUT);
   }
 

@@ -200,8 +200,8 @@ public final class GracefulShutdownExample {
 
   private static void execute(ConnectionPool pool, String... sql) {
     Mono.usingWhen(pool.create(), c -> Flux.just(sql)
-            .concatMap(s -> Mono.from(c.createStatement(s).execute()).flatMap(r -> Mono.from(r.getRowsUpdated())))
-            .then(), io.r2dbc.spi.Connection::close).block();
+        .concatMap(s -> Mono.from(c.createStatement(s).execute()).flatMap(r -> Mono.from(r.getRowsUpdated())))
+        .then(), io.r2dbc.spi.Connection::close).block();
   }
 
   private static long count(ConnectionPool pool, String sql) {

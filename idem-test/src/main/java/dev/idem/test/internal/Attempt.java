@@ -45,8 +45,7 @@ final class Attempt {
   /** The error the runner injects; non-retryable, so the attempt is rolled back and dead-lettered at once. */
   static final class InjectedFailure extends NonRetryableException {
 
-    @Serial
-    private static final long serialVersionUID = 1L;
+    @Serial private static final long serialVersionUID = 1L;
 
     InjectedFailure(int afterStatement) {
       super("idem-test injected a failure after statement " + afterStatement + " of the handler");

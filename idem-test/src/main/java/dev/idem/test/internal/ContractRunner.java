@@ -123,7 +123,8 @@ public final class ContractRunner<T> {
   private void compareCleanRuns(CleanRun first, CleanRun second) {
     for (int i = 0; i < first.probes().size(); i++) {
       if (!Objects.equals(first.probes().get(i), second.probes().get(i))) {
-        String step = i == 0 ? "right after the reset, before any message"
+        String step = i == 0
+            ? "right after the reset, before any message"
             : "after message " + first.ids().get(i - 1) + " (" + i + " of " + settings.messages().size() + ")";
         findings.add(new Finding(Mistake.PROBE_NOT_REPEATABLE, Schedule.CLEAN_RUN, step + ", second clean run",
             i == 0 ? List.of() : List.of(first.ids().get(i - 1)), String.valueOf(first.probes().get(i)),
@@ -156,10 +157,10 @@ public final class ContractRunner<T> {
         InMemoryDelivery<T> delivery = harness.delivery(messages.get(i), 1);
         line.process(delivery);
         List<Object> state = harness.probe();
-      if (!state.equals(reference.after(i))) {
-        return Optional.of(new Finding(Mistake.STATE_KEPT_IN_MEMORY, Schedule.FRESH_HANDLER_PER_MESSAGE,
-            "after message " + delivery.id() + " (" + (i + 1) + " of " + messages.size()
-                + "), run by a new handler instance where the clean run's instance had seen the messages before it",
+        if (!state.equals(reference.after(i))) {
+          return Optional.of(new Finding(Mistake.STATE_KEPT_IN_MEMORY, Schedule.FRESH_HANDLER_PER_MESSAGE,
+              "after message " + delivery.id() + " (" + (i + 1) + " of " + messages.size()
+                  + "), run by a new handler instance where the clean run's instance had seen the messages before it",
               List.of(delivery.id()), String.valueOf(reference.after(i)), String.valueOf(state)));
         }
       }
@@ -196,7 +197,8 @@ public final class ContractRunner<T> {
         }
         String step = "after the rolled-back attempt of message " + delivery.id() + " (" + (i + 1) + " of "
             + messages.size() + "), with a failure injected "
-            + (statements == 0 ? "when the handler completed (it ran no statement through its Tx)"
+            + (statements == 0
+                ? "when the handler completed (it ran no statement through its Tx)"
                 : "after statement " + failAfter + " of " + statements);
         List<Object> state = harness.probe();
         if (!state.equals(reference.probes().get(i))) {

@@ -31,5 +31,4 @@ import org.reactivestreams.Publisher;
 public record ContractSettings<T>(String name, HandlerUnderTest<T> handler, @Nullable ConnectionFactory connectionFactory,
     @Nullable String url, List<InMemoryDelivery<T>> messages, Function<? super Delivery<T>, @Nullable String> messageId,
     Function<Connection, Publisher<?>> reset, EffectProbe probe, @Nullable LongSupplier sideEffects, String inboxTable,
-    Duration stepTimeout) {
-}
+    Duration stepTimeout) {}

@@ -18,8 +18,7 @@ import reactor.core.publisher.Flux;
  */
 public abstract sealed class HandlerUnderTest<T> {
 
-  private HandlerUnderTest() {
-  }
+  private HandlerUnderTest() {}
 
   /**
    * A per-message handler.

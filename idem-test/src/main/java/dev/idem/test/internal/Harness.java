@@ -58,7 +58,8 @@ final class Harness<T> implements AutoCloseable {
       this.ownPool = null;
     } else {
       String url = settings.url();
-      this.ownPool = url != null ? PostgresConnections.pool(url, POOL_SIZE)
+      this.ownPool = url != null
+          ? PostgresConnections.pool(url, POOL_SIZE)
           : PostgresConnections.pool(Objects.requireNonNull(settings.connectionFactory(),
               "the builder requires a connection factory or a URL"), POOL_SIZE);
       this.connections = ownPool;

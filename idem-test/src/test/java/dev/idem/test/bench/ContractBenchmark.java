@@ -19,11 +19,9 @@ public final class ContractBenchmark {
 
   static final String COMMAND = "mvn -q -pl idem-test -am test-compile exec:java [-Dmessages=100]";
 
-  private ContractBenchmark() {
-  }
+  private ContractBenchmark() {}
 
-  record Payment(long account, long amount) {
-  }
+  record Payment(long account, long amount) {}
 
   /**
    * Runs the contract twice and prints the timings.

@@ -50,7 +50,8 @@ final class ClosingConsumers {
       return;
     }
     try {
-      CompletableFuture.allOf(closing.toArray(CompletableFuture[]::new)).get(closeTimeout.toMillis() * 2 + 1_000, TimeUnit.MILLISECONDS);
+      CompletableFuture.allOf(closing.toArray(CompletableFuture[]::new)).get(closeTimeout.toMillis() * 2 + 1_000,
+          TimeUnit.MILLISECONDS);
     } catch (TimeoutException e) {
       log.warn("{}: its cancelled consumers did not close within {}", source, closeTimeout.multipliedBy(2));
     } catch (ExecutionException e) {

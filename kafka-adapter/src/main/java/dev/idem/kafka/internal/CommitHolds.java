@@ -63,9 +63,10 @@ final class CommitHolds {
       }
     }
     failedCounter.run();
-    log.error("Kafka source '{}': the dead letter of {}@{} (message '{}') failed for good on {} ({}). The record stays unsettled: "
-        + "{} commits nothing from offset {} on until the record is redelivered (after a restart or a rebalance) and its "
-        + "dead letter is published. Fix the dead-letter topic (its max.message.bytes, the producer's ACLs).",
+    log.error(
+        "Kafka source '{}': the dead letter of {}@{} (message '{}') failed for good on {} ({}). The record stays unsettled: "
+            + "{} commits nothing from offset {} on until the record is redelivered (after a restart or a rebalance) and its "
+            + "dead letter is published. Fix the dead-letter topic (its max.message.bytes, the producer's ACLs).",
         source, tp, record.offset(), LogText.id(id), deadLetterTopic, text, tp, record.offset());
   }
 
@@ -85,7 +86,8 @@ final class CommitHolds {
       }
     }
     if (hold != null) {
-      log.info("Kafka source '{}': the dead letter of {}@{} (message '{}') was published on a later attempt; its hold on the commits ends",
+      log.info(
+          "Kafka source '{}': the dead letter of {}@{} (message '{}') was published on a later attempt; its hold on the commits ends",
           source, tp, record.offset(), LogText.id(hold.id()));
     }
   }
@@ -118,10 +120,13 @@ final class CommitHolds {
     }
     long now = System.nanoTime();
     for (Line line : lines) {
-      log.error("Kafka source '{}': the commits of {} are held at offset {} for {} by message '{}', whose dead letter failed for good "
-          + "on {} ({}){}. The record is redelivered after a restart or a rebalance; fix the dead-letter topic.",
-          source, line.tp(), line.offset(), describe(Duration.ofNanos(now - line.hold().sinceNanos())), LogText.id(line.hold().id()),
-          line.hold().deadLetterTopic(), line.hold().error(), line.more() == 0 ? "" : "; " + line.more() + " more such records after it");
+      log.error(
+          "Kafka source '{}': the commits of {} are held at offset {} for {} by message '{}', whose dead letter failed for good "
+              + "on {} ({}){}. The record is redelivered after a restart or a rebalance; fix the dead-letter topic.",
+          source, line.tp(), line.offset(), describe(Duration.ofNanos(now - line.hold().sinceNanos())),
+          LogText.id(line.hold().id()),
+          line.hold().deadLetterTopic(), line.hold().error(),
+          line.more() == 0 ? "" : "; " + line.more() + " more such records after it");
     }
   }
 

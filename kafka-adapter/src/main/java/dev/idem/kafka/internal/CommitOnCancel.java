@@ -86,7 +86,8 @@ final class CommitOnCancel {
       return;
     }
     if (reactor.core.scheduler.Schedulers.isInNonBlockingThread()) {
-      log.warn("Kafka source '{}' closed on a non-blocking thread; not waiting for the commits of its cancelled consumers", group);
+      log.warn("Kafka source '{}' closed on a non-blocking thread; not waiting for the commits of its cancelled consumers",
+          group);
       return;
     }
     Mono.when(pending).timeout(max, Mono.empty()).onErrorResume(error -> Mono.empty()).block();
@@ -153,7 +154,8 @@ final class CommitOnCancel {
           .doOnSuccess(ignored -> log.debug("Kafka source '{}' committed its acknowledged offsets before closing", group))
           .onErrorResume(error -> {
             log.warn("Kafka source '{}' could not commit its acknowledged offsets before closing ({}); the consumer's "
-                + "close commits them again, and records redelivered meanwhile are found duplicates", group, LogText.error(error));
+                + "close commits them again, and records redelivered meanwhile are found duplicates", group,
+                LogText.error(error));
             return Mono.empty();
           })
           .doFinally(signal -> {

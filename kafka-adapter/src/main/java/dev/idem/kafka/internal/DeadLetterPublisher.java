@@ -58,7 +58,9 @@ public final class DeadLetterPublisher implements AutoCloseable {
    */
   static DeadLetterPublisher forSource(KafkaSourceOptions<?> options) {
     KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(SourceEngine.producerProperties(options));
-    AutoCloseable metrics = options.meterRegistry() == null ? null : MicrometerBinding.bind(producer, options.meterRegistry(), options.groupId());
+    AutoCloseable metrics = options.meterRegistry() == null
+        ? null
+        : MicrometerBinding.bind(producer, options.meterRegistry(), options.groupId());
     return new DeadLetterPublisher(new ProducerSends(producer, "dlt-" + options.groupId()), options::deadLetterTopic,
         options.messageIdHeader(), options.reconnectBackoff(), options.reconnectMaxBackoff(), metrics);
   }
@@ -74,7 +76,8 @@ public final class DeadLetterPublisher implements AutoCloseable {
   public Mono<Void> publish(ConsumerRecord<byte[], byte[]> original, @Nullable String messageId, DeadLetter deadLetter) {
     return Mono.defer(() -> {
       String topic = deadLetterTopic(original.topic());
-      ProducerRecord<byte[], byte[]> record = DeadLetterRecords.deadLetterRecord(topic, original, messageId, idHeader, deadLetter);
+      ProducerRecord<byte[], byte[]> record = DeadLetterRecords.deadLetterRecord(topic, original, messageId, idHeader,
+          deadLetter);
       return sender.send(record).then();
     })
         .retryWhen(Retry.backoff(Long.MAX_VALUE, firstBackoff).maxBackoff(maxBackoff)

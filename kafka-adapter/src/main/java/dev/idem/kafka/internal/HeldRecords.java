@@ -20,7 +20,9 @@ import org.jspecify.annotations.Nullable;
 final class HeldRecords {
 
   /** Where a record stands with the client. */
-  enum State { ACQUIRED, RENEWING }
+  enum State {
+    ACQUIRED, RENEWING
+  }
 
   /** A held record: the client's latest copy, its state, and a settlement waiting for it. */
   static final class Held {
@@ -51,7 +53,8 @@ final class HeldRecords {
     }
 
     /** The settlement that came while the record was renewing, or null. */
-    @Nullable ShareSettlement waiting() {
+    @Nullable
+    ShareSettlement waiting() {
       return waiting;
     }
   }
@@ -107,7 +110,8 @@ final class HeldRecords {
   }
 
   /** The held record a settlement means: same offset and same delivery, or null. */
-  @Nullable Held get(ConsumerRecord<?, ?> record) {
+  @Nullable
+  Held get(ConsumerRecord<?, ?> record) {
     Held h = held.get(Key.of(record));
     return h != null && h.deliveryCount == ShareClients.deliveryCount(record) ? h : null;
   }
@@ -123,7 +127,8 @@ final class HeldRecords {
   }
 
   /** Takes the settlement a returned record waited with. */
-  @Nullable ShareSettlement takeWaiting(Held record) {
+  @Nullable
+  ShareSettlement takeWaiting(Held record) {
     ShareSettlement settlement = record.waiting;
     record.waiting = null;
     return settlement;
@@ -198,7 +203,8 @@ final class HeldRecords {
   }
 
   /** The acquired record whose lock was taken longest ago, or null. */
-  @Nullable Held oldestAcquired() {
+  @Nullable
+  Held oldestAcquired() {
     Held oldest = null;
     for (Held h : held.values()) {
       if (h.state == State.ACQUIRED && (oldest == null || h.lockedAt < oldest.lockedAt)) {
@@ -225,7 +231,7 @@ final class HeldRecords {
    */
   List<Held> dropOverdue(long now, long lockNanos) {
     List<Held> dropped = new ArrayList<>();
-    for (Iterator<Held> it = held.values().iterator(); it.hasNext(); ) {
+    for (Iterator<Held> it = held.values().iterator(); it.hasNext();) {
       Held h = it.next();
       if (h.state == State.RENEWING && now - h.lockedAt > lockNanos) {
         it.remove();

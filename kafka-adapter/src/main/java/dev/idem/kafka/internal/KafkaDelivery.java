@@ -22,7 +22,8 @@ public final class KafkaDelivery<T> extends RecordDelivery<T> {
   private final DeadLetterPublisher publisher;
   private final CommitHolds holds;
 
-  KafkaDelivery(ConsumerRecord<byte[], byte[]> record, Runnable settle, RecordDecoder.Decoded<T> decoded, DeadLetterPublisher publisher,
+  KafkaDelivery(ConsumerRecord<byte[], byte[]> record, Runnable settle, RecordDecoder.Decoded<T> decoded,
+      DeadLetterPublisher publisher,
       CommitHolds holds) {
     super(record, decoded);
     this.settle = settle;

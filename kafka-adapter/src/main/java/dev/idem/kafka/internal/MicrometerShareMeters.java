@@ -15,9 +15,9 @@ import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.kafka.clients.consumer.ShareConsumer;
 import org.apache.kafka.common.Metric;
 import org.apache.kafka.common.MetricName;
-import org.apache.kafka.clients.consumer.ShareConsumer;
 import org.jspecify.annotations.Nullable;
 
 /**
@@ -53,7 +53,8 @@ final class MicrometerShareMeters implements ShareMeters {
     this.renewed = Counter.builder(KafkaShareSource.RENEWED_LOCKS_METRIC).tags(tags)
         .description("Acquisition locks renewed for records still in flight at half their lock").register(this.registry);
     this.lost = Counter.builder(KafkaShareSource.LOST_LOCKS_METRIC).tags(tags)
-        .description("Acquisition locks lost while records were in flight; the broker delivers them again").register(this.registry);
+        .description("Acquisition locks lost while records were in flight; the broker delivers them again")
+        .register(this.registry);
   }
 
   @Override
@@ -114,7 +115,8 @@ final class MicrometerShareMeters implements ShareMeters {
 
   /** {@code consumer-share-fetch-manager-metrics} / {@code records-consumed-total} to {@code kafka.consumer.share.fetch.manager.records.consumed.total}. */
   static String meterName(MetricName name) {
-    String group = name.group().endsWith("-metrics") ? name.group().substring(0, name.group().length() - "-metrics".length())
+    String group = name.group().endsWith("-metrics")
+        ? name.group().substring(0, name.group().length() - "-metrics".length())
         : name.group();
     return ("kafka." + group + "." + name.name()).replace('-', '.');
   }

@@ -16,7 +16,6 @@ import reactor.core.publisher.FluxSink;
  */
 final class NativeReceiver implements RecordReceiver {
 
-
   private final KafkaSourceOptions<?> options;
   private final Map<String, Object> consumerProperties;
   private final Function<Consumer<byte[], byte[]>, AutoCloseable> metrics;

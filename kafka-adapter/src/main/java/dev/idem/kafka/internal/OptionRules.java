@@ -85,7 +85,8 @@ public final class OptionRules {
     }
     Object autoCommit = consumer.get(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG);
     if (autoCommit != null && Boolean.parseBoolean(autoCommit.toString())) {
-      throw new IllegalArgumentException("consumerProperty enable.auto.commit must stay false: offsets are committed only after settlement");
+      throw new IllegalArgumentException(
+          "consumerProperty enable.auto.commit must stay false: offsets are committed only after settlement");
     }
     Object pollInterval = consumer.get(ConsumerConfig.MAX_POLL_INTERVAL_MS_CONFIG);
     long maxPollIntervalMs = pollInterval == null ? DEFAULT_MAX_POLL_INTERVAL_MS : Long.parseLong(pollInterval.toString());

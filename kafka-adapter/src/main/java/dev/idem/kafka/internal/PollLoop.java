@@ -221,7 +221,8 @@ final class PollLoop implements Runnable, ConsumerRebalanceListener {
    */
   private PartitionOffsets restart(PartitionOffsets old, long offset) {
     log.warn("Kafka source '{}': the offsets of {} went back to {} ({}); the topic was recreated or its offsets were reset. "
-        + "Commits start again from the new records; records handed out before commit nothing", name, old.partition(), offset, old);
+        + "Commits start again from the new records; records handed out before commit nothing", name, old.partition(), offset,
+        old);
     old.close();
     PartitionOffsets fresh = new PartitionOffsets(old.partition());
     assigned.put(old.partition(), fresh);
@@ -278,8 +279,8 @@ final class PollLoop implements Runnable, ConsumerRebalanceListener {
     offsets.keySet().forEach(tp -> owners.put(tp, assigned.get(tp)));
     c.commitAsync(offsets, (committed, error) -> {
       if (error == null) {
-        committed.forEach((tp, om) ->
-            Objects.requireNonNull(owners.get(tp), "committed only what was asked").committed(om.offset()));
+        committed
+            .forEach((tp, om) -> Objects.requireNonNull(owners.get(tp), "committed only what was asked").committed(om.offset()));
         if (failedCommits > 0) {
           log.info("Kafka source '{}' commits again after {} failed commits", name, failedCommits);
           failedCommits = 0;
@@ -296,7 +297,8 @@ final class PollLoop implements Runnable, ConsumerRebalanceListener {
         if (failedCommits == 1 || now2 - lastCommitWarningNanos >= COMMIT_WARNING_INTERVAL_NANOS) {
           lastCommitWarningNanos = now2;
           log.warn("Kafka source '{}' could not commit {} ({}; {} failed commits in a row); it tries again with its next "
-              + "commit, and nothing is committed that was not settled", name, describe(offsets), LogText.error(error), failedCommits);
+              + "commit, and nothing is committed that was not settled", name, describe(offsets), LogText.error(error),
+              failedCommits);
         }
       }
     });
@@ -329,10 +331,11 @@ final class PollLoop implements Runnable, ConsumerRebalanceListener {
     if (offsets.isEmpty()) {
       return;
     }
-    for (int attempt = 0; ; attempt++) {
+    for (int attempt = 0;; attempt++) {
       try {
         c.commitSync(offsets, options.closeTimeout());
-        offsets.forEach((tp, om) -> partitions.stream().filter(p -> p.partition().equals(tp)).forEach(p -> p.committed(om.offset())));
+        offsets.forEach(
+            (tp, om) -> partitions.stream().filter(p -> p.partition().equals(tp)).forEach(p -> p.committed(om.offset())));
         log.debug("Kafka source '{}' committed {} {}", name, describe(offsets), when);
         return;
       } catch (WakeupException e) {

@@ -56,8 +56,8 @@ final class ReactorKafkaReceiver implements RecordReceiver {
 
   @Override
   public Flux<Received> receive(CommitHolds holds) {
-    ReceiverOptions<byte[], byte[]> consumerOptions = receiverOptions.addRevokeListener(partitions ->
-        holds.revoked(partitions.stream().map(ReceiverPartition::topicPartition).toList()));
+    ReceiverOptions<byte[], byte[]> consumerOptions = receiverOptions
+        .addRevokeListener(partitions -> holds.revoked(partitions.stream().map(ReceiverPartition::topicPartition).toList()));
     CommitOnCancel.Acked acked = new CommitOnCancel.Acked();
     return commitOnCancel.apply(KafkaReceiver.create(consumerOptions).receive(1), acked)
         .map(record -> {

@@ -59,7 +59,8 @@ final class RecordDecoder<T> {
       invalidId = e.getMessage();
     } catch (Throwable e) {
       // The application's extractor; whatever it throws, Errors included, must not stop the stream.
-      log.warn("Message id extractor failed on {}-{}@{}; using the fallback: {}", record.topic(), record.partition(), record.offset(),
+      log.warn("Message id extractor failed on {}-{}@{}; using the fallback: {}", record.topic(), record.partition(),
+          record.offset(),
           LogText.error(e));
       id = offsetFallbackId ? MessageIds.offsetId(record.topic(), record.partition(), record.offset()) : null;
     }

@@ -111,7 +111,9 @@ public abstract class RecordDelivery<T> extends AbstractDelivery<T> {
 
   @Override
   public @Nullable Instant timestamp() {
-    return record.timestampType() == TimestampType.NO_TIMESTAMP_TYPE || record.timestamp() < 0 ? null : Instant.ofEpochMilli(record.timestamp());
+    return record.timestampType() == TimestampType.NO_TIMESTAMP_TYPE || record.timestamp() < 0
+        ? null
+        : Instant.ofEpochMilli(record.timestamp());
   }
 
   /**
@@ -124,7 +126,8 @@ public abstract class RecordDelivery<T> extends AbstractDelivery<T> {
   }
 
   /** The id as the logs show it. */
-  @Nullable String idForLogs() {
+  @Nullable
+  String idForLogs() {
     return decoded.invalidId() != null ? "<invalid: " + decoded.invalidId() + ">" : decoded.id();
   }
 
@@ -134,7 +137,8 @@ public abstract class RecordDelivery<T> extends AbstractDelivery<T> {
   }
 
   /** The decoded id, {@code null} when the record has none or it is invalid. */
-  @Nullable String decodedId() {
+  @Nullable
+  String decodedId() {
     return decoded.id();
   }
 

@@ -7,7 +7,8 @@ import java.util.Map;
 /** Masks secret values of client properties for {@code toString()} and logs. */
 public final class Secrets {
 
-  private static final String[] SECRET_MARKERS = {"password", "secret", "jaas", "token", "credential", "ssl.keystore.key", "user.info"};
+  private static final String[] SECRET_MARKERS = {"password", "secret", "jaas", "token", "credential", "ssl.keystore.key",
+      "user.info"};
 
   private Secrets() {}
 

@@ -17,8 +17,10 @@ final class ShareClients {
   /** The oldest kafka-clients whose share consumer Idem reads. */
   static final String MINIMUM_VERSION = "4.1";
 
-  private static final @Nullable Method LOCK_TIMEOUT = method("org.apache.kafka.clients.consumer.ShareConsumer", "acquisitionLockTimeoutMs");
-  private static final @Nullable Method DELIVERY_COUNT = method("org.apache.kafka.clients.consumer.ConsumerRecord", "deliveryCount");
+  private static final @Nullable Method LOCK_TIMEOUT = method("org.apache.kafka.clients.consumer.ShareConsumer",
+      "acquisitionLockTimeoutMs");
+  private static final @Nullable Method DELIVERY_COUNT = method("org.apache.kafka.clients.consumer.ConsumerRecord",
+      "deliveryCount");
   private static final @Nullable AcknowledgeType RENEW = renewType();
 
   private ShareClients() {}
@@ -69,7 +71,9 @@ final class ShareClients {
     }
     try {
       Object value = LOCK_TIMEOUT.invoke(consumer);
-      return value instanceof Optional<?> optional && optional.orElse(null) instanceof Integer ms ? Optional.of(ms) : Optional.empty();
+      return value instanceof Optional<?> optional && optional.orElse(null) instanceof Integer ms
+          ? Optional.of(ms)
+          : Optional.empty();
     } catch (ReflectiveOperationException | RuntimeException e) {
       return Optional.empty();
     }

@@ -33,7 +33,8 @@ final class ShareDelivery<T> extends RecordDelivery<T> {
   private final Settler settler;
   private final DeadLetterPublisher publisher;
 
-  ShareDelivery(ConsumerRecord<byte[], byte[]> record, RecordDecoder.Decoded<T> decoded, Settler settler, DeadLetterPublisher publisher) {
+  ShareDelivery(ConsumerRecord<byte[], byte[]> record, RecordDecoder.Decoded<T> decoded, Settler settler,
+      DeadLetterPublisher publisher) {
     super(record, decoded);
     this.settler = settler;
     this.publisher = publisher;
@@ -63,10 +64,12 @@ final class ShareDelivery<T> extends RecordDelivery<T> {
           String topic = publisher.deadLetterTopic(record().topic());
           log.error("The dead letter of message '{}' ({}) failed for good on {}: {}; the record is released to the share group,"
               + " which delivers it again (this was delivery {}; past the group's group.share.delivery.count.limit the broker"
-              + " archives it without a dead letter)", LogText.id(idForLogs()), coordinates(), topic, LogText.error(error), deliveryAttempt());
+              + " archives it without a dead letter)", LogText.id(idForLogs()), coordinates(), topic, LogText.error(error),
+              deliveryAttempt());
           return settler.settle(record(), AcknowledgeType.RELEASE)
-              .then(Mono.error(new DeadLetterFailedException("the dead letter of " + coordinates() + " failed for good on " + topic
-                  + ": " + LogText.error(error), error)));
+              .then(
+                  Mono.error(new DeadLetterFailedException("the dead letter of " + coordinates() + " failed for good on " + topic
+                      + ": " + LogText.error(error), error)));
         })
         .then(Mono.defer(() -> settler.settle(record(), AcknowledgeType.REJECT)));
   }

@@ -47,7 +47,8 @@ public final class ShareEngine<T> implements AutoCloseable {
           + " leave the engine at NATIVE");
     }
     if (consumers < 1) {
-      throw new IllegalArgumentException("Kafka share source '" + options.groupId() + "': consumers must be at least 1, was " + consumers);
+      throw new IllegalArgumentException(
+          "Kafka share source '" + options.groupId() + "': consumers must be at least 1, was " + consumers);
     }
     this.options = options;
     this.consumers = consumers;
@@ -89,7 +90,8 @@ public final class ShareEngine<T> implements AutoCloseable {
 
   private Flux<Delivery<T>> oneConsumer(int index) {
     return Flux.create(sink -> {
-      ShareLoop<T> loop = new ShareLoop<>(options.groupId(), "idem-kafka-share-" + options.groupId() + "-" + index, options.topics(),
+      ShareLoop<T> loop = new ShareLoop<>(options.groupId(), "idem-kafka-share-" + options.groupId() + "-" + index,
+          options.topics(),
           () -> new KafkaShareConsumer<>(consumerProperties), this::delivery, sink, options.closeTimeout(),
           ShareMeters.of(options.meterRegistry(), options.groupId(), index));
       CompletableFuture<Void> closed = loop.closed();

@@ -208,10 +208,12 @@ final class ShareLoop<T> implements Runnable {
       renewAcquired(now, oldest);
     } else if (renew == null && heldNanos >= lockNanos * 4 / 5 && warnedAt != oldest.lockedAt()) {
       warnedAt = oldest.lockedAt();
-      log.warn("Kafka share source '{}': {} records are still in flight after {} ms of their {} ms acquisition lock, for example {};"
-          + " when the lock runs out the broker delivers them to another consumer (the dedup table keeps each effect single)."
-          + " kafka-clients 4.2 renews locks; with this client, raise the group's share.record.lock.duration.ms above the slowest"
-          + " handler", group, held.size(), TimeUnit.NANOSECONDS.toMillis(heldNanos), TimeUnit.NANOSECONDS.toMillis(lockNanos),
+      log.warn(
+          "Kafka share source '{}': {} records are still in flight after {} ms of their {} ms acquisition lock, for example {};"
+              + " when the lock runs out the broker delivers them to another consumer (the dedup table keeps each effect single)."
+              + " kafka-clients 4.2 renews locks; with this client, raise the group's share.record.lock.duration.ms above the slowest"
+              + " handler",
+          group, held.size(), TimeUnit.NANOSECONDS.toMillis(heldNanos), TimeUnit.NANOSECONDS.toMillis(lockNanos),
           HeldRecords.Key.of(oldest.record()));
     }
   }
@@ -227,8 +229,10 @@ final class ShareLoop<T> implements Runnable {
     lost(held.dropOverdue(now, lockNanos), "its renewal was not answered within the lock");
     int unanswered = held.forgetUnansweredSentBefore(now - lockNanos - ANSWER_LIMIT_NANOS);
     if (unanswered > 0) {
-      log.warn("Kafka share source '{}': the broker answered {} lock renewals in neither the lock nor {} s more; the consumer polls"
-          + " again without them", group, unanswered, TimeUnit.NANOSECONDS.toSeconds(ANSWER_LIMIT_NANOS));
+      log.warn(
+          "Kafka share source '{}': the broker answered {} lock renewals in neither the lock nor {} s more; the consumer polls"
+              + " again without them",
+          group, unanswered, TimeUnit.NANOSECONDS.toSeconds(ANSWER_LIMIT_NANOS));
     }
     if (held.anyUnanswered()) {
       ShareSettlement first = settlements.poll(ANSWER_STEP_MILLIS, TimeUnit.MILLISECONDS);
@@ -251,8 +255,10 @@ final class ShareLoop<T> implements Runnable {
       }
     } catch (RuntimeException e) {
       renew = null;
-      log.warn("Kafka share source '{}' cannot renew acquisition locks ({}); records in flight past their lock are delivered again"
-          + " and found duplicates", group, LogText.error(e));
+      log.warn(
+          "Kafka share source '{}' cannot renew acquisition locks ({}); records in flight past their lock are delivered again"
+              + " and found duplicates",
+          group, LogText.error(e));
       return;
     }
     // Out now, on an acknowledgement request: a poll would carry it too, but would also fetch.
@@ -303,7 +309,8 @@ final class ShareLoop<T> implements Runnable {
     }
     meters.lost(records.size());
     log.warn("Kafka share source '{}' lost the acquisition lock of {} records, for example {}: {}; the broker delivers them again"
-        + " and the dedup table keeps each effect single", group, records.size(), HeldRecords.Key.of(records.get(0).record()), why);
+        + " and the dedup table keeps each effect single", group, records.size(), HeldRecords.Key.of(records.get(0).record()),
+        why);
     for (HeldRecords.Held h : records) {
       ShareSettlement waiting = held.takeWaiting(h);
       if (waiting != null) {

@@ -11,7 +11,7 @@ import org.jspecify.annotations.Nullable;
 interface ShareMeters {
 
   /** Reports nothing. */
-  ShareMeters NONE = new ShareMeters() { };
+  ShareMeters NONE = new ShareMeters() {};
 
   /**
    * Meters for the share consumers of a source.
@@ -26,17 +26,17 @@ interface ShareMeters {
   }
 
   /** Binds the consumer's client metrics (refreshed as the client adds some) until {@link #unbind()}. */
-  default void bind(ShareConsumer<?, ?> consumer) { }
+  default void bind(ShareConsumer<?, ?> consumer) {}
 
   /** Removes the meters bound to the consumer. */
-  default void unbind() { }
+  default void unbind() {}
 
   /** How many records the consumer holds an acquisition lock on now. */
-  default void held(int records) { }
+  default void held(int records) {}
 
   /** The consumer renewed the locks of so many records. */
-  default void renewed(int records) { }
+  default void renewed(int records) {}
 
   /** The consumer lost the locks of so many records (a renewal refused or overtaken): they are delivered again. */
-  default void lost(int records) { }
+  default void lost(int records) {}
 }

@@ -59,7 +59,8 @@ public final class SourceEngine<T> implements AutoCloseable {
         ? ReactorKafkaSupport.receiver(options, consumerProperties)
         : new NativeReceiver(options, consumerProperties, consumerMetrics(options));
     this.publisher = DeadLetterPublisher.forSource(options);
-    this.deadLetterFailed = options.meterRegistry() == null ? () -> { }
+    this.deadLetterFailed = options.meterRegistry() == null
+        ? () -> {}
         : MicrometerBinding.bindHolds(options.meterRegistry(), options.groupId(), this);
   }
 

@@ -31,12 +31,14 @@ class CommitHoldsTests {
       holds.deadLetterFailed(record(0, 9), "pay-9", "orders.DLT", error);
       holds.deadLetterFailed(record(1, 3), "pay-3", "orders.DLT", error);
       assertThat(failed.get()).isEqualTo(3);
-      assertThat(logs.messages(Level.ERROR, m -> m.contains("orders-0@7 (message 'pay-7') failed for good on orders.DLT"))).hasSize(1);
+      assertThat(logs.messages(Level.ERROR, m -> m.contains("orders-0@7 (message 'pay-7') failed for good on orders.DLT")))
+          .hasSize(1);
       assertThat(holds.heldPartitions()).isEqualTo(2);
 
       holds.report();
       assertThat(logs.messages(Level.ERROR, m -> m.contains("the commits of orders-0 are held at offset 7 for "))).singleElement()
-          .satisfies(m -> assertThat(m).contains("'pay-7'", "RecordTooLargeException: too large", "1 more such records after it"));
+          .satisfies(
+              m -> assertThat(m).contains("'pay-7'", "RecordTooLargeException: too large", "1 more such records after it"));
       assertThat(logs.messages(Level.ERROR, m -> m.contains("the commits of orders-1 are held at offset 3 for "))).hasSize(1);
 
       holds.settled(record(0, 7));
@@ -44,7 +46,8 @@ class CommitHoldsTests {
       assertThat(holds.heldPartitions()).isEqualTo(1);
       holds.revoked(List.of(new TopicPartition("orders", 1)));
       assertThat(holds.heldPartitions()).isZero();
-      assertThat(logs.messages(Level.WARN, m -> m.contains("orders-1 was revoked while its commits were held at offset 3"))).hasSize(1);
+      assertThat(logs.messages(Level.WARN, m -> m.contains("orders-1 was revoked while its commits were held at offset 3")))
+          .hasSize(1);
 
       holds.close();
       holds.deadLetterFailed(record(2, 1), "pay-1", "orders.DLT", error);
@@ -55,7 +58,7 @@ class CommitHoldsTests {
 
   @Test
   void logLinesCutHugeIdsAndErrorTexts() {
-    CommitHolds holds = new CommitHolds("g", () -> { });
+    CommitHolds holds = new CommitHolds("g", () -> {});
     try (LogCapture logs = LogCapture.of("dev.idem.kafka")) {
       holds.deadLetterFailed(record(0, 1), "i".repeat(100_000), "orders.DLT", new IllegalStateException("e".repeat(100_000)));
       holds.report();

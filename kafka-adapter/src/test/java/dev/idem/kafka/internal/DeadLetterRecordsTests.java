@@ -26,7 +26,7 @@ class DeadLetterRecordsTests {
 
   private static ConsumerRecord<byte[], byte[]> original() {
     ConsumerRecord<byte[], byte[]> record = new ConsumerRecord<>("payments", 2, 17L, "acct-1".getBytes(StandardCharsets.UTF_8),
-        new byte[] {1, 2, 3});
+        new byte[]{1, 2, 3});
     record.headers().add("trace-id", "t-9".getBytes(StandardCharsets.UTF_8));
     record.headers().add(DeadLetterHeaders.REASON, "STALE".getBytes(StandardCharsets.UTF_8));
     return record;
@@ -34,8 +34,10 @@ class DeadLetterRecordsTests {
 
   @Test
   void deadLetterRecordKeepsKeyValueAndHeadersAndAddsTheDiagnosis() {
-    DeadLetter letter = DeadLetter.of(DeadLetterReason.RETRIES_EXHAUSTED, new IllegalStateException("boom"), "payments-consumer", 5);
-    ProducerRecord<byte[], byte[]> dlt = DeadLetterRecords.deadLetterRecord("payments.DLT", original(), "pay-1", "message-id", letter);
+    DeadLetter letter = DeadLetter.of(DeadLetterReason.RETRIES_EXHAUSTED, new IllegalStateException("boom"), "payments-consumer",
+        5);
+    ProducerRecord<byte[], byte[]> dlt = DeadLetterRecords.deadLetterRecord("payments.DLT", original(), "pay-1", "message-id",
+        letter);
     assertThat(dlt.topic()).isEqualTo("payments.DLT");
     assertThat(dlt.partition()).isNull();
     assertThat(dlt.key()).isEqualTo("acct-1".getBytes(StandardCharsets.UTF_8));
@@ -58,16 +60,20 @@ class DeadLetterRecordsTests {
 
   @Test
   void hugeErrorTextsAreTruncatedSoTheDeadLetterStillFitsTheTopic() {
-    DeadLetter letter = DeadLetter.of(DeadLetterReason.RETRIES_EXHAUSTED, new IllegalStateException("x".repeat(2_000_000)), "c", 3);
-    ProducerRecord<byte[], byte[]> dlt = DeadLetterRecords.deadLetterRecord("payments.DLT", original(), "pay-1", "message-id", letter);
-    assertThat(asMap(dlt.headers()).get(DeadLetterHeaders.ERROR_MESSAGE)).hasSize(DeadLetterRecords.MAX_TEXT_HEADER_LENGTH).endsWith("...");
+    DeadLetter letter = DeadLetter.of(DeadLetterReason.RETRIES_EXHAUSTED, new IllegalStateException("x".repeat(2_000_000)), "c",
+        3);
+    ProducerRecord<byte[], byte[]> dlt = DeadLetterRecords.deadLetterRecord("payments.DLT", original(), "pay-1", "message-id",
+        letter);
+    assertThat(asMap(dlt.headers()).get(DeadLetterHeaders.ERROR_MESSAGE)).hasSize(DeadLetterRecords.MAX_TEXT_HEADER_LENGTH)
+        .endsWith("...");
     assertThat(asMap(dlt.headers()).get(DeadLetterHeaders.DETAIL)).hasSize(DeadLetterRecords.MAX_TEXT_HEADER_LENGTH);
   }
 
   @Test
   void rejectedMessagesHaveNoErrorHeaders() {
     DeadLetter letter = DeadLetter.rejected(DeadLetterReason.MISSING_ID, "id is null", "c");
-    ProducerRecord<byte[], byte[]> dlt = DeadLetterRecords.deadLetterRecord("payments.DLT", original(), null, "message-id", letter);
+    ProducerRecord<byte[], byte[]> dlt = DeadLetterRecords.deadLetterRecord("payments.DLT", original(), null, "message-id",
+        letter);
     assertThat(asMap(dlt.headers())).doesNotContainKeys("message-id", DeadLetterHeaders.MESSAGE_ID,
         DeadLetterHeaders.ERROR_CLASS, DeadLetterHeaders.ERROR_MESSAGE).containsEntry(DeadLetterHeaders.ATTEMPTS, "0");
   }
@@ -75,7 +81,8 @@ class DeadLetterRecordsTests {
   @Test
   void replayRecordGoesToTheOriginalTopicWithTheSameIdAndWithoutDeadLetterHeaders() {
     DeadLetter letter = DeadLetter.of(DeadLetterReason.NON_RETRYABLE_ERROR, new RuntimeException("x"), "c", 1);
-    ProducerRecord<byte[], byte[]> dlt = DeadLetterRecords.deadLetterRecord("payments.DLT", original(), "pay-1", "message-id", letter);
+    ProducerRecord<byte[], byte[]> dlt = DeadLetterRecords.deadLetterRecord("payments.DLT", original(), "pay-1", "message-id",
+        letter);
     ConsumerRecord<byte[], byte[]> read = new ConsumerRecord<>("payments.DLT", 0, 0L, dlt.key(), dlt.value());
     dlt.headers().forEach(h -> read.headers().add(h));
     ProducerRecord<byte[], byte[]> replay = DeadLetterRecords.replayRecord(read, "payments");

@@ -118,7 +118,8 @@ class HeldRecordsTests {
   }
 
   private static ConsumerRecord<byte[], byte[]> record(long offset, int deliveryCount) {
-    return new ConsumerRecord<>("t", 0, offset, 0L, TimestampType.CREATE_TIME, 0, 0, new byte[0], new byte[0], new RecordHeaders(),
+    return new ConsumerRecord<>("t", 0, offset, 0L, TimestampType.CREATE_TIME, 0, 0, new byte[0], new byte[0],
+        new RecordHeaders(),
         Optional.empty(), Optional.of((short) deliveryCount));
   }
 

@@ -37,7 +37,7 @@ class MessageIdsTests {
         .hasMessage("header 'message-id' appears 2 times with 2 different values; producers disagree on the message's id");
 
     ConsumerRecord<byte[], byte[]> three = record("message-id", "a");
-    for (String value : new String[] {"a", "b", "a", "c"}) {
+    for (String value : new String[]{"a", "b", "a", "c"}) {
       three.headers().add("message-id", value.getBytes(StandardCharsets.UTF_8));
     }
     three.headers().add("other", "x".getBytes(StandardCharsets.UTF_8));
@@ -59,9 +59,9 @@ class MessageIdsTests {
   void anIdHeaderThatIsNotUtf8IsInvalidInsteadOfDecodedWithReplacementCharacters() {
     MessageIds<String> ids = new MessageIds<>("message-id", null, true);
     ConsumerRecord<byte[], byte[]> ff = record("message-id", null);
-    ff.headers().add("message-id", new byte[] {(byte) 0xFF, 0x41});
+    ff.headers().add("message-id", new byte[]{(byte) 0xFF, 0x41});
     ConsumerRecord<byte[], byte[]> fe = record("message-id", null);
-    fe.headers().add("message-id", new byte[] {(byte) 0xFE, 0x41});
+    fe.headers().add("message-id", new byte[]{(byte) 0xFE, 0x41});
     assertThatThrownBy(() -> ids.resolve(ff, "v")).isInstanceOf(IllegalArgumentException.class)
         .hasMessage("header 'message-id' is not valid UTF-8 (2 bytes: ff 41)");
     assertThatThrownBy(() -> ids.resolve(fe, "v")).isInstanceOf(IllegalArgumentException.class)
@@ -71,7 +71,8 @@ class MessageIdsTests {
     java.util.Arrays.fill(huge, (byte) 0xC3);
     ConsumerRecord<byte[], byte[]> big = record("message-id", null);
     big.headers().add("message-id", huge);
-    assertThatThrownBy(() -> ids.resolve(big, "v")).hasMessageStartingWith("header 'message-id' is not valid UTF-8 (100000 bytes: c3 c3")
+    assertThatThrownBy(() -> ids.resolve(big, "v"))
+        .hasMessageStartingWith("header 'message-id' is not valid UTF-8 (100000 bytes: c3 c3")
         .hasMessageEndingWith("...)").satisfies(e -> assertThat(e.getMessage()).hasSizeLessThan(200));
   }
 
@@ -90,7 +91,8 @@ class MessageIdsTests {
 
   @Test
   void extractorTakesPrecedenceAndSeesThePayload() {
-    MessageIds<String> ids = new MessageIds<>("message-id", (record, payload) -> payload == null ? null : "order:" + payload, true);
+    MessageIds<String> ids = new MessageIds<>("message-id", (record, payload) -> payload == null ? null : "order:" + payload,
+        true);
     assertThat(ids.resolve(record("message-id", "header-id"), "42")).isEqualTo("order:42");
     assertThat(ids.resolve(record("message-id", "header-id"), null)).isEqualTo("orders/3/42");
   }

@@ -16,7 +16,7 @@ class PartitionOffsetsTests {
   @Test
   void theWatermarkIsTheFirstUnsettledOffsetWhateverOrderOffsetsSettleIn() {
     assertThat(offsets.watermark()).isEqualTo(-1);
-    for (long o : new long[] {10, 11, 13, 14}) {
+    for (long o : new long[]{10, 11, 13, 14}) {
       offsets.handedOut(o);
     }
     assertThat(offsets.watermark()).isEqualTo(10);

@@ -7,8 +7,8 @@ import dev.idem.Delivery;
 import dev.idem.internal.LogText;
 import dev.idem.kafka.KafkaSourceOptions;
 import dev.idem.kafka.testing.LogCapture;
-import dev.idem.kafka.testing.TestEngine;
 import dev.idem.kafka.testing.StrictUtf8Deserializer;
+import dev.idem.kafka.testing.TestEngine;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -32,7 +32,7 @@ class SourceEngineTests {
         })
         .build();
     try (SourceEngine<String> engine = new SourceEngine<>(options); LogCapture logs = LogCapture.of("dev.idem.kafka")) {
-      Delivery<String> delivery = engine.toDelivery(record("v"), () -> { }, new CommitHolds("g", () -> { }));
+      Delivery<String> delivery = engine.toDelivery(record("v"), () -> {}, new CommitHolds("g", () -> {}));
       assertThat(delivery.id()).isEqualTo("orders/3/42");
       assertThat(logs.messages(Level.WARN, m -> m.contains("orders-3@42"))).singleElement().satisfies(m -> {
         assertThat(m).contains("IllegalStateException: xxx");

@@ -31,10 +31,10 @@ class UnassignedWatchIntegrationTests {
         Duration.ofSeconds(1));
     AtomicInteger received = new AtomicInteger();
     try (LogCapture logs = LogCapture.of("dev.idem.kafka")) {
-      Disposable running = receiver.receive(new CommitHolds(name, () -> { })).subscribe(r -> received.incrementAndGet());
+      Disposable running = receiver.receive(new CommitHolds(name, () -> {})).subscribe(r -> received.incrementAndGet());
       try {
-        await().atMost(Duration.ofSeconds(60)).untilAsserted(() ->
-            assertThat(logs.messages(Level.WARN, m -> m.contains("has had no partition of [" + topic + "]")))
+        await().atMost(Duration.ofSeconds(60))
+            .untilAsserted(() -> assertThat(logs.messages(Level.WARN, m -> m.contains("has had no partition of [" + topic + "]")))
                 .anySatisfy(m -> assertThat(m).contains("the cluster has no topic [" + topic + "]")));
       } finally {
         running.dispose();

@@ -117,7 +117,8 @@ class KafkaShareCrashIntegrationTests {
   }
 
   private Process start(String tag) {
-    Process process = ConsumerProcess.startShare(kafka.bootstrapServers(), topic, group, consumerName, table, pg.url(), log, 32, tag);
+    Process process = ConsumerProcess.startShare(kafka.bootstrapServers(), topic, group, consumerName, table, pg.url(), log, 32,
+        tag);
     processes.add(process);
     return process;
   }

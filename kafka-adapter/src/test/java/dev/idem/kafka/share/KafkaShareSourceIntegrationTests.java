@@ -88,7 +88,9 @@ class KafkaShareSourceIntegrationTests {
   }
 
   /** The handler styles a user writes: one message at a time, or a set-based statement over a batch. */
-  enum Style { HANDLER, BATCH_HANDLER }
+  enum Style {
+    HANDLER, BATCH_HANDLER
+  }
 
   @ParameterizedTest
   @EnumSource(Style.class)
@@ -100,7 +102,8 @@ class KafkaShareSourceIntegrationTests {
     for (int i = 0; i < 30; i++) {
       records.add(KafkaService.record(topic, (i + 1) % 3, "k" + i, "m-" + i, "pay " + i));
     }
-    ProducerRecord<byte[], byte[]> poison = new ProducerRecord<>(topic, 1, "kp".getBytes(StandardCharsets.UTF_8), StrictUtf8Deserializer.POISON);
+    ProducerRecord<byte[], byte[]> poison = new ProducerRecord<>(topic, 1, "kp".getBytes(StandardCharsets.UTF_8),
+        StrictUtf8Deserializer.POISON);
     poison.headers().add("message-id", "poison-1".getBytes(StandardCharsets.UTF_8));
     records.add(poison);
     records.add(KafkaService.record(topic, 2, "kf", "fail-1", "always-fail"));
@@ -132,8 +135,10 @@ class KafkaShareSourceIntegrationTests {
     List<DeadLetterRecord> letters = KafkaDeadLetterReplayer.create(kafka.bootstrapServers()).read(topic + ".DLT");
     // At least once on the dead-letter topic too: a record whose lock ran out before its REJECT is dead-lettered again.
     assertThat(letters).extracting(DeadLetterRecord::messageId).containsOnly("poison-1", "fail-1").contains("poison-1", "fail-1");
-    assertThat(letters).filteredOn(l -> l.messageId().equals("poison-1")).extracting(DeadLetterRecord::reason).containsOnly("UNDECODABLE_PAYLOAD");
-    assertThat(letters).filteredOn(l -> l.messageId().equals("fail-1")).extracting(DeadLetterRecord::reason).containsOnly("RETRIES_EXHAUSTED");
+    assertThat(letters).filteredOn(l -> l.messageId().equals("poison-1")).extracting(DeadLetterRecord::reason)
+        .containsOnly("UNDECODABLE_PAYLOAD");
+    assertThat(letters).filteredOn(l -> l.messageId().equals("fail-1")).extracting(DeadLetterRecord::reason)
+        .containsOnly("RETRIES_EXHAUSTED");
   }
 
   /**
@@ -148,14 +153,17 @@ class KafkaShareSourceIntegrationTests {
   @Test
   void aHandlerSlowerThanTheAcquisitionLockAppliesItsMessageOnce() {
     ShareGroups.configure(kafka, group, Map.of("share.record.lock.duration.ms", "3000"));
-    kafka.sendAll(List.of(KafkaService.record(topic, 0, "ks", "slow-1", "slow"), KafkaService.record(topic, 1, "kq", "quick-1", "quick")));
+    kafka.sendAll(
+        List.of(KafkaService.record(topic, 0, "ks", "slow-1", "slow"), KafkaService.record(topic, 1, "kq", "quick-1", "quick")));
     Queue<Outcome<String>> outcomes = new ConcurrentLinkedQueue<>();
     List<Disposable> running = new ArrayList<>();
     SimpleMeterRegistry meters = new SimpleMeterRegistry();
     List<KafkaShareSource<String>> sources = List.of(KafkaShareSource.create(options().meterRegistry(meters).build()),
         KafkaShareSource.create(options().meterRegistry(meters).build()));
-    IdempotentConsumer<String> consumer = consumer((payload, tx) -> (payload.equals("slow") && tx.metadata().deliveryAttempt() == 1
-        ? Mono.delay(Duration.ofSeconds(9)).then() : Mono.<Void>empty()).then(Mono.from(recording().handle(payload, tx))).then());
+    IdempotentConsumer<String> consumer = consumer((payload,
+        tx) -> (payload.equals("slow") && tx.metadata().deliveryAttempt() == 1
+            ? Mono.delay(Duration.ofSeconds(9)).then()
+            : Mono.<Void>empty()).then(Mono.from(recording().handle(payload, tx))).then());
     boolean renews = ShareGroups.clientRenewsLocks();
     try {
       for (KafkaShareSource<String> source : sources) {
@@ -165,7 +173,8 @@ class KafkaShareSourceIntegrationTests {
         assertThat(processedIds(outcomes)).containsExactlyInAnyOrder("quick-1", "slow-1");
         if (!renews) {
           // The lock ran out under the slow handler: the record's second delivery is found a duplicate.
-          assertThat(outcomes).filteredOn(o -> "slow-1".equals(o.messageId()) && o.status() == Outcome.Status.DUPLICATE).isNotEmpty();
+          assertThat(outcomes).filteredOn(o -> "slow-1".equals(o.messageId()) && o.status() == Outcome.Status.DUPLICATE)
+              .isNotEmpty();
         }
       });
       // A copy delivered while the first still held the dedup row waits for that row's lock, and can
@@ -173,7 +182,8 @@ class KafkaShareSourceIntegrationTests {
       awaitQuiet(outcomes);
       assertThat(meters.find("kafka.consumer.share.fetch.manager.records.consumed.total").functionCounters())
           .as("the share consumers' client metrics, bound to the registry").isNotEmpty()
-          .extracting(FunctionCounter::count).satisfies(counts -> assertThat(counts.stream().mapToDouble(Double::doubleValue).sum())
+          .extracting(FunctionCounter::count)
+          .satisfies(counts -> assertThat(counts.stream().mapToDouble(Double::doubleValue).sum())
               .isGreaterThanOrEqualTo(2));
     } finally {
       running.forEach(Disposable::dispose);
@@ -211,9 +221,11 @@ class KafkaShareSourceIntegrationTests {
     Queue<Outcome<String>> outcomes = new ConcurrentLinkedQueue<>();
     SimpleMeterRegistry meters = new SimpleMeterRegistry();
     AtomicBoolean slowStarted = new AtomicBoolean();
-    IdempotentConsumer<String> consumer = consumer((payload, tx) -> (payload.equals("slow") && tx.metadata().deliveryAttempt() == 1
-        ? Mono.fromRunnable(() -> slowStarted.set(true)).then(Mono.delay(Duration.ofSeconds(9))).then() : Mono.<Void>empty())
-        .then(Mono.from(recording().handle(payload, tx))).then());
+    IdempotentConsumer<String> consumer = consumer((payload,
+        tx) -> (payload.equals("slow") && tx.metadata().deliveryAttempt() == 1
+            ? Mono.fromRunnable(() -> slowStarted.set(true)).then(Mono.delay(Duration.ofSeconds(9))).then()
+            : Mono.<Void>empty())
+            .then(Mono.from(recording().handle(payload, tx))).then());
     List<String> quick = new ArrayList<>();
     try (KafkaShareSource<String> source = KafkaShareSource.create(options().meterRegistry(meters).build())) {
       Disposable running = consumer.process(source.receive()).subscribe(outcomes::add);
@@ -269,8 +281,9 @@ class KafkaShareSourceIntegrationTests {
       // A handler that never finishes: every record is held, none settled, when the stop comes.
       Disposable running = consumer((payload, tx) -> Mono.never()).process(source.receive().doOnNext(d -> held.add(d.id())))
           .subscribe(first::add);
-      await().atMost(TIMEOUT).untilAsserted(() -> assertThat(pg.count("SELECT count(*) FROM pg_stat_activity WHERE state = 'idle in transaction'"
-          + " AND query LIKE '%" + inbox.table() + "%'")).isPositive());
+      await().atMost(TIMEOUT)
+          .untilAsserted(() -> assertThat(pg.count("SELECT count(*) FROM pg_stat_activity WHERE state = 'idle in transaction'"
+              + " AND query LIKE '%" + inbox.table() + "%'")).isPositive());
       running.dispose();
     }
     assertThat(first).isEmpty();
@@ -301,7 +314,7 @@ class KafkaShareSourceIntegrationTests {
     try (KafkaShareSource<String> source = KafkaShareSource.create(options().build())) {
       IdempotentConsumer<String> byKey = IdempotentConsumer.<String>named(consumerName).inbox(inbox).handler(recording())
           .ordering(Ordering.BY_KEY).build();
-      Disposable running = byKey.process(source.receive()).subscribe(o -> { }, failure::set);
+      Disposable running = byKey.process(source.receive()).subscribe(o -> {}, failure::set);
       try {
         await().atMost(TIMEOUT).until(() -> failure.get() != null);
       } finally {
@@ -317,7 +330,8 @@ class KafkaShareSourceIntegrationTests {
       try {
         // The outcome comes once the record's acceptance is with the client; a stop before that
         // releases the record (committed in the table, so its next delivery would be a duplicate).
-        await().atMost(TIMEOUT).untilAsserted(() -> assertThat(settled).extracting(Outcome::messageId).containsExactly("ordered-1"));
+        await().atMost(TIMEOUT)
+            .untilAsserted(() -> assertThat(settled).extracting(Outcome::messageId).containsExactly("ordered-1"));
       } finally {
         running.dispose();
       }
@@ -354,7 +368,8 @@ class KafkaShareSourceIntegrationTests {
   private IdempotentConsumer<String> consumer(dev.idem.Handler<String> handler) {
     return IdempotentConsumer.<String>named(consumerName)
         .inbox(inbox)
-        .handler((payload, tx) -> payload.equals("always-fail") ? Mono.error(new IllegalStateException("handler always fails"))
+        .handler((payload, tx) -> payload.equals("always-fail")
+            ? Mono.error(new IllegalStateException("handler always fails"))
             : handler.handle(payload, tx))
         .retry(RetryPolicy.backoff(3, Duration.ofMillis(10)))
         .ordering(Ordering.UNORDERED)

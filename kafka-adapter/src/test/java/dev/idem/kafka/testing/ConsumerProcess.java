@@ -66,7 +66,8 @@ public final class ConsumerProcess {
    */
   public static Process startShare(String bootstrapServers, String topic, String group, String consumer, String table,
       String postgresUrl, Path log, int maxBatchSize, String tag) {
-    return launch(List.of(bootstrapServers, topic, group, consumer, table, postgresUrl, Integer.toString(maxBatchSize), SHARE, tag),
+    return launch(
+        List.of(bootstrapServers, topic, group, consumer, table, postgresUrl, Integer.toString(maxBatchSize), SHARE, tag),
         log);
   }
 
@@ -84,7 +85,8 @@ public final class ConsumerProcess {
     command.addAll(args);
     try {
       File logFile = log.toFile();
-      return new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(logFile)).start();
+      return new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(logFile))
+          .start();
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }

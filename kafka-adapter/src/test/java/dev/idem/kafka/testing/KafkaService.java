@@ -291,7 +291,8 @@ public final class KafkaService {
       for (int p = 0; p < partitions; p++) {
         request.put(new TopicPartition(topic, p), OffsetSpec.latest());
       }
-      Map<TopicPartition, ListOffsetsResult.ListOffsetsResultInfo> result = admin.listOffsets(request).all().get(30, TimeUnit.SECONDS);
+      Map<TopicPartition, ListOffsetsResult.ListOffsetsResultInfo> result = admin.listOffsets(request).all().get(30,
+          TimeUnit.SECONDS);
       return result.entrySet().stream().collect(Collectors.toMap(e -> e.getKey().partition(), e -> e.getValue().offset()));
     } catch (Exception e) {
       throw new IllegalStateException("Could not list the end offsets of " + topic, e);
@@ -324,7 +325,8 @@ public final class KafkaService {
    * @param value the value
    * @return the record
    */
-  public static ProducerRecord<byte[], byte[]> record(String topic, Integer partition, String key, String messageId, String value) {
+  public static ProducerRecord<byte[], byte[]> record(String topic, Integer partition, String key, String messageId,
+      String value) {
     ProducerRecord<byte[], byte[]> record = new ProducerRecord<>(topic, partition,
         key == null ? null : key.getBytes(StandardCharsets.UTF_8),
         value == null ? null : value.getBytes(StandardCharsets.UTF_8));
@@ -341,7 +343,8 @@ public final class KafkaService {
    */
   public void sendAll(List<ProducerRecord<byte[], byte[]>> records) {
     try (KafkaProducer<byte[], byte[]> producer = producer()) {
-      List<java.util.concurrent.Future<?>> futures = records.stream().<java.util.concurrent.Future<?>>map(producer::send).toList();
+      List<java.util.concurrent.Future<?>> futures = records.stream().<java.util.concurrent.Future<?>>map(producer::send)
+          .toList();
       producer.flush();
       for (java.util.concurrent.Future<?> f : futures) {
         f.get(60, TimeUnit.SECONDS);

@@ -50,7 +50,8 @@ public final class TestEngine {
     if (protocol.equalsIgnoreCase("consumer")) {
       return true;
     }
-    throw new IllegalArgumentException(GROUP_PROTOCOL_PROPERTY + "=" + protocol + " is not a group protocol; use classic or consumer");
+    throw new IllegalArgumentException(
+        GROUP_PROTOCOL_PROPERTY + "=" + protocol + " is not a group protocol; use classic or consumer");
   }
 
   /**

@@ -365,8 +365,10 @@ final class AckCoalescer {
         if (p.accepted()) {
           heldIds.add(p.delivery.idForLogs());
         } else {
-          p.sink.error(fatal != null ? new JvmErrors.Signalled(fatal) : new SettlementException("ack of message '"
-              + p.delivery.idForLogs() + "' failed; the broker will redeliver the message", e));
+          p.sink.error(fatal != null
+              ? new JvmErrors.Signalled(fatal)
+              : new SettlementException("ack of message '"
+                  + p.delivery.idForLogs() + "' failed; the broker will redeliver the message", e));
         }
       }
       if (!heldIds.isEmpty()) {

@@ -129,8 +129,9 @@ public final class ConfirmingPublisher implements AutoCloseable {
   private ConfirmChannel channel() throws IOException, TimeoutException {
     if (current == null || current.broken || !current.channel.isOpen()) {
       if (current != null) {
-        current.failAll(new IOException("the publishing channel of '" + name + "' was replaced before the broker confirmed the message;"
-            + " it may or may not have been routed"));
+        current.failAll(
+            new IOException("the publishing channel of '" + name + "' was replaced before the broker confirmed the message;"
+                + " it may or may not have been routed"));
       }
       Channel channel = opener.open();
       if (channel == null) {
@@ -190,7 +191,8 @@ public final class ConfirmingPublisher implements AutoCloseable {
      * @throws IOException when the broker cannot be reached
      * @throws TimeoutException when connecting timed out
      */
-    @Nullable Channel open() throws IOException, TimeoutException;
+    @Nullable
+    Channel open() throws IOException, TimeoutException;
   }
 
   /** One publish and its caller's sink; completed at most once (whoever removes it from the pending map). */
@@ -262,7 +264,8 @@ public final class ConfirmingPublisher implements AutoCloseable {
         return;
       }
       try {
-        channel.basicPublish(message.exchange, message.routingKey, true, withSequence(message.properties, sequence), message.body);
+        channel.basicPublish(message.exchange, message.routingKey, true, withSequence(message.properties, sequence),
+            message.body);
       } catch (Throwable e) {
         pending.remove(sequence, message);
         // The client counted the sequence number before the frame went out (or the frame went
@@ -357,8 +360,10 @@ public final class ConfirmingPublisher implements AutoCloseable {
     }
 
     private IOException channelClosed(Outbound message, ShutdownSignalException cause) {
-      return new IOException("the publishing channel of '" + name + "' closed before the broker confirmed the message published to "
-          + message.target() + "; it may or may not have been routed: " + LogText.cut(cause.getMessage()), cause);
+      return new IOException(
+          "the publishing channel of '" + name + "' closed before the broker confirmed the message published to "
+              + message.target() + "; it may or may not have been routed: " + LogText.cut(cause.getMessage()),
+          cause);
     }
   }
 }

@@ -211,6 +211,7 @@ public final class RabbitDelivery<T> extends AbstractDelivery<T> {
 
   @Override
   public String toString() {
-    return "RabbitDelivery[queue=" + queue + ", id=" + idForLogs() + ", tag=" + envelope.getDeliveryTag() + ", attempt=" + attempt + "]";
+    return "RabbitDelivery[queue=" + queue + ", id=" + idForLogs() + ", tag=" + envelope.getDeliveryTag() + ", attempt=" + attempt
+        + "]";
   }
 }

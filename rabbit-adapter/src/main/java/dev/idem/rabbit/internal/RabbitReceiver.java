@@ -144,11 +144,12 @@ public final class RabbitReceiver<T> implements AutoCloseable {
       }
       current.set(session);
       sessions.incrementAndGet();
-      log.info("Consuming queue '{}' with prefetch {} on connection '{}'", options.queue(), options.prefetch(), options.connectionName());
+      log.info("Consuming queue '{}' with prefetch {} on connection '{}'", options.queue(), options.prefetch(),
+          options.connectionName());
       sink.onDispose(() -> {
         ended.set(true);
         // Acks held for coalescing go out before the channel closes, or the broker would redeliver them.
-        settler.flush(session).doFinally(signal -> closeAsync(channel)).subscribe(ignored -> { }, error -> { });
+        settler.flush(session).doFinally(signal -> closeAsync(channel)).subscribe(ignored -> {}, error -> {});
       });
     }, FluxSink.OverflowStrategy.BUFFER);
   }

@@ -11,9 +11,9 @@ import dev.idem.rabbit.RabbitSourceOptions;
 import java.io.IOException;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.concurrent.TimeoutException;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.concurrent.TimeoutException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import reactor.core.publisher.Mono;
@@ -152,9 +152,10 @@ public final class Settler implements AutoCloseable {
 
   private Mono<Void> publish(RabbitDelivery<?> delivery, DeadLetter deadLetter) {
     return Mono.defer(() -> publisher.publish(options.deadLetterExchange(), options.deadLetterRoutingKey(),
-            deadLetterProperties(delivery, deadLetter), delivery.body()))
-        .timeout(options.confirmTimeout(), Mono.error(() -> new TimeoutException("the broker did not confirm the dead letter within "
-            + options.confirmTimeout() + " (confirmTimeout)")));
+        deadLetterProperties(delivery, deadLetter), delivery.body()))
+        .timeout(options.confirmTimeout(),
+            Mono.error(() -> new TimeoutException("the broker did not confirm the dead letter within "
+                + options.confirmTimeout() + " (confirmTimeout)")));
   }
 
   AMQP.BasicProperties deadLetterProperties(RabbitDelivery<?> delivery, DeadLetter deadLetter) {

@@ -224,7 +224,7 @@ class AckCoalescerIntegrationTests {
     List<Mono<Void>> all = new ArrayList<>();
     for (RabbitDelivery<String> d : deliveries) {
       Mono<Void> ack = acks.ack(d).cache();
-      ack.subscribe(ignored -> { }, error -> { });
+      ack.subscribe(ignored -> {}, error -> {});
       all.add(ack);
     }
     release.countDown();

@@ -60,7 +60,8 @@ class ConfirmingPublisherIntegrationTests {
   }
 
   private ConfirmingPublisher publisher(java.util.function.Consumer<ConnectionFactory> customizer) {
-    ConnectionFactory factory = RabbitSourceOptions.builder(queue).uri(rabbit.uri()).connectionFactoryCustomizer(customizer).build()
+    ConnectionFactory factory = RabbitSourceOptions.builder(queue).uri(rabbit.uri()).connectionFactoryCustomizer(customizer)
+        .build()
         .newConnectionFactory();
     ConnectionHolder connection = new ConnectionHolder(factory, PostgresService.uniqueName("publisher"));
     ChannelOpener opener = () -> connection.get().createChannel();
@@ -71,7 +72,7 @@ class ConfirmingPublisherIntegrationTests {
   }
 
   private ConfirmingPublisher publisher() {
-    return publisher(factory -> { });
+    return publisher(factory -> {});
   }
 
   private static AMQP.BasicProperties props(String id) {

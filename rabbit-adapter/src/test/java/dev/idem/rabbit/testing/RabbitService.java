@@ -271,7 +271,8 @@ public final class RabbitService {
    * @return {@code true} when rabbitmqctl can close connections
    */
   public boolean canCloseConnectionsFromBroker() {
-    return local && (new java.io.File("/usr/sbin/rabbitmqctl").canExecute() || new java.io.File("/usr/bin/rabbitmqctl").canExecute());
+    return local
+        && (new java.io.File("/usr/sbin/rabbitmqctl").canExecute() || new java.io.File("/usr/bin/rabbitmqctl").canExecute());
   }
 
   /**

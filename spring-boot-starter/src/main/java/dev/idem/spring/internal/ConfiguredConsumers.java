@@ -73,9 +73,11 @@ public final class ConfiguredConsumers {
   }
 
   @SuppressWarnings("unchecked")
-  private static void applyHandler(String at, IdemProperties.Consumer c, BeanFactory beans, IdemConsumerDefinition.Builder<Object> builder) {
+  private static void applyHandler(String at, IdemProperties.Consumer c, BeanFactory beans,
+      IdemConsumerDefinition.Builder<Object> builder) {
     if (c.getHandler() == null || c.getHandler().isBlank()) {
-      throw new IllegalArgumentException(at + ".handler is required: the name of a bean implementing dev.idem.Handler or dev.idem.BatchHandler");
+      throw new IllegalArgumentException(
+          at + ".handler is required: the name of a bean implementing dev.idem.Handler or dev.idem.BatchHandler");
     }
     Object bean;
     try {
@@ -93,7 +95,8 @@ public final class ConfiguredConsumers {
     }
   }
 
-  private static Supplier<ConsumerSource<Object>> source(String at, String name, IdemProperties.Consumer c, MessageDecoder<Object> decoder,
+  private static Supplier<ConsumerSource<Object>> source(String at, String name, IdemProperties.Consumer c,
+      MessageDecoder<Object> decoder,
       Environment environment, @Nullable Object meterRegistry) {
     IdemProperties.Source s = c.getSource();
     if (s.getType() == null) {
@@ -107,20 +110,27 @@ public final class ConfiguredConsumers {
         if (share) {
           rejectSet(at, "kafka", s.getEngine(), "engine");
           if (c.getOrdering() != Ordering.UNORDERED) {
-            throw new IllegalArgumentException(at + ".ordering is " + c.getOrdering() + ", but a kafka-share source keeps no order"
-                + " (a share group hands a partition's records to several consumers at once): set " + at + ".ordering to unordered");
+            throw new IllegalArgumentException(
+                at + ".ordering is " + c.getOrdering() + ", but a kafka-share source keeps no order"
+                    + " (a share group hands a partition's records to several consumers at once): set " + at
+                    + ".ordering to unordered");
           }
         } else {
           rejectSet(at, "kafka-share", s.getShareConsumers(), "share-consumers");
         }
-        requireOnClassPath(at, share ? "kafka-share" : "kafka", share ? "dev.idem.kafka.KafkaShareSource" : "dev.idem.kafka.KafkaSource",
+        requireOnClassPath(at, share ? "kafka-share" : "kafka",
+            share ? "dev.idem.kafka.KafkaShareSource" : "dev.idem.kafka.KafkaSource",
             "dev.idem:idem-kafka");
-        String bootstrap = s.getBootstrapServers() != null ? s.getBootstrapServers() : environment.getProperty("spring.kafka.bootstrap-servers");
+        String bootstrap = s.getBootstrapServers() != null
+            ? s.getBootstrapServers()
+            : environment.getProperty("spring.kafka.bootstrap-servers");
         return KafkaSources.source(at, name, s, bootstrap, c.getPrefetch(), decoder, meterRegistry);
       }
       case RABBITMQ -> {
-        rejectSet(at, "kafka", s.getBootstrapServers(), "bootstrap-servers", s.getTopics().isEmpty() ? null : s.getTopics(), "topics",
-            s.getGroupId(), "group-id", s.getDeadLetterTopic(), "dead-letter-topic", s.getDeadLetterTopicSuffix(), "dead-letter-topic-suffix",
+        rejectSet(at, "kafka", s.getBootstrapServers(), "bootstrap-servers", s.getTopics().isEmpty() ? null : s.getTopics(),
+            "topics",
+            s.getGroupId(), "group-id", s.getDeadLetterTopic(), "dead-letter-topic", s.getDeadLetterTopicSuffix(),
+            "dead-letter-topic-suffix",
             s.getMessageIdHeader(), "message-id-header", s.getProperties().isEmpty() ? null : s.getProperties(), "properties",
             s.getEngine(), "engine", s.getShareConsumers(), "share-consumers");
         requireOnClassPath(at, "rabbitmq", "dev.idem.rabbit.RabbitSource", "dev.idem:idem-rabbit");
@@ -133,7 +143,8 @@ public final class ConfiguredConsumers {
   private static void rejectSet(String at, String otherType, @Nullable Object... valuesAndNames) {
     for (int i = 0; i < valuesAndNames.length; i += 2) {
       if (valuesAndNames[i] != null) {
-        throw new IllegalArgumentException(at + ".source." + valuesAndNames[i + 1] + " applies to source.type " + otherType + " only");
+        throw new IllegalArgumentException(
+            at + ".source." + valuesAndNames[i + 1] + " applies to source.type " + otherType + " only");
       }
     }
   }

@@ -37,7 +37,8 @@ final class Decoders {
     try {
       payloadClass = ClassUtils.forName(type, loader);
     } catch (ClassNotFoundException | LinkageError e) {
-      throw new IllegalArgumentException(at + ".payload-type must be string, bytes or a class name; no class " + type + " was found", e);
+      throw new IllegalArgumentException(
+          at + ".payload-type must be string, bytes or a class name; no class " + type + " was found", e);
     }
     return JsonDecoders.of(payloadClass, beans);
   }

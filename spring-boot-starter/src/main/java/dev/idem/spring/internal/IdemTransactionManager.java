@@ -103,8 +103,8 @@ public final class IdemTransactionManager extends R2dbcTransactionManager {
       // transaction committed on the primary alone (R2dbcTransactionRunner does the same).
       Mono<Void> cancel = attempt.isCancelled() && !attempt.isCommitting() ? cancelRunningStatement(connection) : Mono.empty();
       return cancel.then(Flux.from(connection.createStatement("ROLLBACK").execute())
-              .concatMap(result -> result.getRowsUpdated())
-              .then())
+          .concatMap(result -> result.getRowsUpdated())
+          .then())
           .timeout(CLEANUP_TIMEOUT)
           .doOnSuccess(ignored -> attempt.rolledBack())
           .onErrorResume(e -> {
@@ -138,11 +138,15 @@ public final class IdemTransactionManager extends R2dbcTransactionManager {
   }
 
   private @Nullable TransactionAttempt attempt(TransactionSynchronizationManager synchronizationManager) {
-    return synchronizationManager.hasResource(attemptKey) ? (TransactionAttempt) synchronizationManager.getResource(attemptKey) : null;
+    return synchronizationManager.hasResource(attemptKey)
+        ? (TransactionAttempt) synchronizationManager.getResource(attemptKey)
+        : null;
   }
 
   private static Mono<Void> cancelRunningStatement(Connection connection) {
-    return physical(connection) instanceof PostgresqlConnection postgres ? quietly(postgres.cancelRequest(), "cancel request") : Mono.empty();
+    return physical(connection) instanceof PostgresqlConnection postgres
+        ? quietly(postgres.cancelRequest(), "cancel request")
+        : Mono.empty();
   }
 
   private static Mono<Void> discard(Connection connection) {

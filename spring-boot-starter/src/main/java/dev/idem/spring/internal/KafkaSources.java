@@ -17,7 +17,8 @@ final class KafkaSources {
 
   private KafkaSources() {}
 
-  static Supplier<ConsumerSource<Object>> source(String at, String name, IdemProperties.Source s, @Nullable String bootstrapServers,
+  static Supplier<ConsumerSource<Object>> source(String at, String name, IdemProperties.Source s,
+      @Nullable String bootstrapServers,
       int prefetch, MessageDecoder<Object> decoder, @Nullable Object meterRegistry) {
     if (bootstrapServers == null || bootstrapServers.isBlank()) {
       throw new IllegalArgumentException(at + ".source.bootstrap-servers is required (or spring.kafka.bootstrap-servers)");

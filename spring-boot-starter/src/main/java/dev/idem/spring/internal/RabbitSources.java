@@ -15,7 +15,8 @@ final class RabbitSources {
 
   private RabbitSources() {}
 
-  static Supplier<ConsumerSource<Object>> source(String at, IdemProperties.Source s, int prefetch, MessageDecoder<Object> decoder) {
+  static Supplier<ConsumerSource<Object>> source(String at, IdemProperties.Source s, int prefetch,
+      MessageDecoder<Object> decoder) {
     RabbitSourceOptions built = options(at, s, prefetch);
     PayloadDecoder<Object> payloads = (body, properties) -> decoder.decode(body);
     return () -> {
@@ -36,7 +37,10 @@ final class RabbitSources {
       options.uri(s.getUri());
     }
     if (s.getDeadLetterExchange() != null || s.getDeadLetterRoutingKey() != null) {
-      options.deadLetterTo(s.getDeadLetterExchange() != null ? s.getDeadLetterExchange() : s.getQueue() + RabbitSourceOptions.DEFAULT_DEAD_LETTER_EXCHANGE_SUFFIX,
+      options.deadLetterTo(
+          s.getDeadLetterExchange() != null
+              ? s.getDeadLetterExchange()
+              : s.getQueue() + RabbitSourceOptions.DEFAULT_DEAD_LETTER_EXCHANGE_SUFFIX,
           s.getDeadLetterRoutingKey() != null ? s.getDeadLetterRoutingKey() : s.getQueue());
     }
     if (s.getDeadLetterMode() != null) {
@@ -44,8 +48,10 @@ final class RabbitSources {
       try {
         options.deadLetterMode(DeadLetterMode.valueOf(mode));
       } catch (IllegalArgumentException e) {
-        throw new IllegalArgumentException(at + ".source.dead-letter-mode must be publish-with-confirms or reject-to-queue-dlx, was "
-            + s.getDeadLetterMode(), e);
+        throw new IllegalArgumentException(
+            at + ".source.dead-letter-mode must be publish-with-confirms or reject-to-queue-dlx, was "
+                + s.getDeadLetterMode(),
+            e);
       }
     }
     return options.build();

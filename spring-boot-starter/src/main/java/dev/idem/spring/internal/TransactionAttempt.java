@@ -43,7 +43,8 @@ public final class TransactionAttempt {
     this.clean = true;
   }
 
-  @Nullable Connection connection() {
+  @Nullable
+  Connection connection() {
     return connection;
   }
 

@@ -25,8 +25,7 @@ import reactor.core.publisher.Mono;
  */
 final class MessageTransactionManager extends AbstractReactiveTransactionManager {
 
-  @Serial
-  private static final long serialVersionUID = 1L;
+  @Serial private static final long serialVersionUID = 1L;
 
   private final transient ConnectionFactory connectionFactory;
   private final transient Connection connection;

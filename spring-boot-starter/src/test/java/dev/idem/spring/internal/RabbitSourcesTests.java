@@ -40,7 +40,8 @@ class RabbitSourcesTests {
     IdemProperties.Source source = queue("orders.q");
     source.setDeadLetterMode("drop");
     assertThatThrownBy(() -> RabbitSources.options(AT, source, 16))
-        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining(AT + ".source.dead-letter-mode").hasMessageContaining("drop");
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining(AT + ".source.dead-letter-mode")
+        .hasMessageContaining("drop");
   }
 
   @Test

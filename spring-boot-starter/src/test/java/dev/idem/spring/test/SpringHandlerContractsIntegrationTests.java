@@ -67,14 +67,10 @@ class SpringHandlerContractsIntegrationTests {
     PG.execute("DROP SCHEMA IF EXISTS " + SCHEMA + " CASCADE");
   }
 
-  @Autowired
-  ConnectionFactory connectionFactory;
-  @Autowired
-  EffectRepository effects;
-  @Autowired
-  EffectService service;
-  @Autowired
-  DatabaseClient db;
+  @Autowired ConnectionFactory connectionFactory;
+  @Autowired EffectRepository effects;
+  @Autowired EffectService service;
+  @Autowired DatabaseClient db;
 
   @BeforeEach
   void empty() {

@@ -62,7 +62,8 @@ public class Topology {
     DirectExchange deadLetters = new DirectExchange(queue + ".dlx");
     Queue deadLetterQueue = QueueBuilder.durable(queue + ".dlq").build();
     Queue orders = QueueBuilder.durable(queue).deadLetterExchange(deadLetters.getName()).deadLetterRoutingKey(queue).build();
-    return new Declarables(deadLetters, deadLetterQueue, orders, BindingBuilder.bind(deadLetterQueue).to(deadLetters).with(queue));
+    return new Declarables(deadLetters, deadLetterQueue, orders,
+        BindingBuilder.bind(deadLetterQueue).to(deadLetters).with(queue));
   }
 
   /**

@@ -41,12 +41,9 @@ class OrderHandlerContractIntegrationTests {
     PG.execute("DROP SCHEMA IF EXISTS " + SCHEMA + " CASCADE");
   }
 
-  @Autowired
-  ConnectionFactory connectionFactory;
-  @Autowired
-  CustomerRepository customers;
-  @Autowired
-  OrderRepository orders;
+  @Autowired ConnectionFactory connectionFactory;
+  @Autowired CustomerRepository customers;
+  @Autowired OrderRepository orders;
 
   @Test
   void theOrderHandlerKeepsItsEffectsExactlyOnce() {

@@ -70,8 +70,8 @@ class OrdersApplicationIntegrationTests {
 
   private String[] args() {
     URI rabbit = URI.create(RABBIT.uri());
-    String[] credentials = rabbit.getUserInfo() != null ? rabbit.getUserInfo().split(":", 2) : new String[] {"guest", "guest"};
-    return new String[] {"--spring.r2dbc.url=" + PG.url(), "--spring.kafka.bootstrap-servers=" + KAFKA.bootstrapServers(),
+    String[] credentials = rabbit.getUserInfo() != null ? rabbit.getUserInfo().split(":", 2) : new String[]{"guest", "guest"};
+    return new String[]{"--spring.r2dbc.url=" + PG.url(), "--spring.kafka.bootstrap-servers=" + KAFKA.bootstrapServers(),
         "--spring.rabbitmq.host=" + RABBIT.host(), "--spring.rabbitmq.port=" + RABBIT.port(),
         "--spring.rabbitmq.username=" + credentials[0], "--spring.rabbitmq.password=" + credentials[1],
         "--orders.kafka.topic=" + topic, "--orders.rabbit.queue=" + queue,
@@ -113,7 +113,7 @@ class OrdersApplicationIntegrationTests {
   private Map<Long, long[]> customerTotals() {
     Map<Long, long[]> totals = new HashMap<>();
     for (long customer = 1; customer <= 50; customer++) {
-      totals.put(customer, new long[] {PG.count("SELECT orders FROM customers WHERE id = $1", customer),
+      totals.put(customer, new long[]{PG.count("SELECT orders FROM customers WHERE id = $1", customer),
           PG.count("SELECT total_cents FROM customers WHERE id = $1", customer)});
     }
     return totals;

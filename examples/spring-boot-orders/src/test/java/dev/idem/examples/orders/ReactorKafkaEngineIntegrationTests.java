@@ -24,7 +24,7 @@ class ReactorKafkaEngineIntegrationTests {
     KafkaService kafka = KafkaService.get();
     RabbitService rabbitService = RabbitService.get();
     URI rabbit = URI.create(rabbitService.uri());
-    String[] credentials = rabbit.getUserInfo() != null ? rabbit.getUserInfo().split(":", 2) : new String[] {"guest", "guest"};
+    String[] credentials = rabbit.getUserInfo() != null ? rabbit.getUserInfo().split(":", 2) : new String[]{"guest", "guest"};
     String run = KafkaService.uniqueName("orders_reactor_kafka");
     String[] args = {"--spring.r2dbc.url=" + pg.url(), "--spring.kafka.bootstrap-servers=" + kafka.bootstrapServers(),
         "--spring.rabbitmq.host=" + rabbitService.host(), "--spring.rabbitmq.port=" + rabbitService.port(),

@@ -40,12 +40,9 @@ class PaymentHandlerContractIntegrationTests {
     PG.execute("DROP SCHEMA IF EXISTS " + SCHEMA + " CASCADE");
   }
 
-  @Autowired
-  ConnectionFactory connectionFactory;
-  @Autowired
-  AccountRepository accounts;
-  @Autowired
-  PaymentRepository payments;
+  @Autowired ConnectionFactory connectionFactory;
+  @Autowired AccountRepository accounts;
+  @Autowired PaymentRepository payments;
 
   // tag::contract[] (quoted in docs/spring-boot.md)
   @Test

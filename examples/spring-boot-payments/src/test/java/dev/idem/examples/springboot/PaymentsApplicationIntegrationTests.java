@@ -6,8 +6,8 @@ import static org.awaitility.Awaitility.await;
 import dev.idem.kafka.testing.KafkaService;
 import dev.idem.spring.IdemConsumers;
 import dev.idem.spring.ManagedConsumer;
-import io.micrometer.core.instrument.MeterRegistry;
 import dev.idem.testing.PostgresService;
+import io.micrometer.core.instrument.MeterRegistry;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -53,12 +53,9 @@ class PaymentsApplicationIntegrationTests {
     registry.add("idem.consumers.payments.source.dead-letter-topic", () -> TOPIC + ".DLT");
   }
 
-  @Autowired
-  ApplicationContext context;
-  @Autowired
-  IdemConsumers consumers;
-  @Autowired
-  MeterRegistry meters;
+  @Autowired ApplicationContext context;
+  @Autowired IdemConsumers consumers;
+  @Autowired MeterRegistry meters;
 
   @Test
   void everyPaymentIsAppliedOnceOffsetsAreCommittedAndHealthIsUp() {

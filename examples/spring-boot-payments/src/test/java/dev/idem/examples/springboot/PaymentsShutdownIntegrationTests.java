@@ -35,7 +35,8 @@ class PaymentsShutdownIntegrationTests {
     KAFKA.createTopic(topic + ".DLT", 1);
     List<ProducerRecord<byte[], byte[]>> records = new ArrayList<>();
     for (int i = 0; i < 300; i++) {
-      records.add(KafkaService.record(topic, null, Integer.toString(1 + i % 20), topic + "-" + i, "{\"accountId\":" + (1 + i % 20) + ",\"amountCents\":1}"));
+      records.add(KafkaService.record(topic, null, Integer.toString(1 + i % 20), topic + "-" + i,
+          "{\"accountId\":" + (1 + i % 20) + ",\"amountCents\":1}"));
     }
     KAFKA.sendAll(records);
 
@@ -46,7 +47,8 @@ class PaymentsShutdownIntegrationTests {
     ManagedConsumer payments;
     try {
       payments = context.getBean(IdemConsumers.class).consumer("payments").orElseThrow();
-      await().atMost(KafkaService.timeout()).until(() -> PG.count("SELECT count(*) FROM payments WHERE event_id LIKE $1", topic + "-%") >= 100);
+      await().atMost(KafkaService.timeout())
+          .until(() -> PG.count("SELECT count(*) FROM payments WHERE event_id LIKE $1", topic + "-%") >= 100);
     } finally {
       context.close();
     }
