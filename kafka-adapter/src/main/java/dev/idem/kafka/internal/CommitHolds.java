@@ -7,7 +7,6 @@ import java.util.Collection;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Objects;
 import java.util.TreeMap;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.common.TopicPartition;
@@ -55,7 +54,7 @@ final class CommitHolds {
    */
   void deadLetterFailed(ConsumerRecord<?, ?> record, @Nullable String id, String deadLetterTopic, Throwable error) {
     TopicPartition tp = new TopicPartition(record.topic(), record.partition());
-    String text = Objects.requireNonNull(LogText.error(error), "the text of an error");
+    String text = String.valueOf(LogText.error(error));
     synchronized (this) {
       if (!closed && held.computeIfAbsent(tp, k -> new TreeMap<>())
           .putIfAbsent(record.offset(), new Hold(id, deadLetterTopic, text, System.nanoTime())) != null) {
