@@ -144,7 +144,7 @@ public class IdemProperties {
     private int concurrency = IdempotentConsumer.DEFAULT_CONCURRENCY;
     private int prefetch = IdempotentConsumer.DEFAULT_PREFETCH;
     private Ordering ordering = IdempotentConsumer.DEFAULT_ORDERING;
-    private int maxBatchSize = IdempotentConsumer.DEFAULT_MAX_BATCH_SIZE;
+    private @Nullable Integer maxBatchSize;
     private Duration batchMaxWait = Duration.ZERO;
     private Duration slowMessageThreshold = IdempotentConsumer.DEFAULT_SLOW_MESSAGE_THRESHOLD;
     private Duration transactionTimeout = IdempotentConsumer.DEFAULT_TRANSACTION_TIMEOUT;
@@ -291,21 +291,22 @@ public class IdemProperties {
     }
 
     /**
-     * The largest micro-batch sharing one transaction; 1 turns batching off. Default
-     * {@value IdempotentConsumer#DEFAULT_MAX_BATCH_SIZE}.
+     * The largest micro-batch sharing one transaction; 1 turns batching off. When not set, the
+     * core's default applies: {@value IdempotentConsumer#DEFAULT_MAX_BATCH_SIZE}, or the system
+     * property {@value IdempotentConsumer#MAX_BATCH_SIZE_PROPERTY} when given.
      *
-     * @return the largest batch
+     * @return the largest batch, or {@code null} when not set
      */
-    public int getMaxBatchSize() {
+    public @Nullable Integer getMaxBatchSize() {
       return maxBatchSize;
     }
 
     /**
      * Sets the largest batch.
      *
-     * @param maxBatchSize at least 1
+     * @param maxBatchSize at least 1, or {@code null} for the core's default
      */
-    public void setMaxBatchSize(int maxBatchSize) {
+    public void setMaxBatchSize(@Nullable Integer maxBatchSize) {
       this.maxBatchSize = maxBatchSize;
     }
 

@@ -3,6 +3,7 @@ package dev.idem.spring;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.idem.Handler;
+import dev.idem.IdempotentConsumer;
 import dev.idem.postgres.PostgresInbox;
 import io.r2dbc.spi.ConnectionFactories;
 import io.r2dbc.spi.ConnectionFactory;
@@ -82,6 +83,39 @@ class ConfiguredConsumersTests {
         .run(context -> assertThat(context).getFailure()
             .hasStackTraceContaining("Invalid Idem consumer configuration for consumer 'orders' (idem.consumers.orders.*")
             .hasStackTraceContaining("maxBatchSize must be at least 1"));
+  }
+
+  @Test
+  void anUnsetMaxBatchSizeLeavesTheCoresDefaultAndItsSystemPropertyInForce() {
+    String before = System.getProperty(IdempotentConsumer.MAX_BATCH_SIZE_PROPERTY);
+    System.setProperty(IdempotentConsumer.MAX_BATCH_SIZE_PROPERTY, "3");
+    try {
+      runner.withPropertyValues("idem.consumers.orders.handler=printer", "idem.consumers.orders.source.type=rabbitmq",
+          "idem.consumers.orders.source.queue=orders", "idem.consumers.sized.handler=printer",
+          "idem.consumers.sized.source.type=rabbitmq", "idem.consumers.sized.source.queue=sized",
+          "idem.consumers.sized.max-batch-size=7")
+          .run(context -> {
+            assertThat(context).hasNotFailed();
+            PostgresInbox inbox = context.getBean(PostgresInbox.class);
+            IdemConsumers consumers = context.getBean(IdemConsumers.class);
+            assertThat(consumers.consumers()).extracting(c -> built(c.definition(), inbox))
+                .containsExactly("maxBatchSize=3", "maxBatchSize=7");
+          });
+    } finally {
+      if (before == null) {
+        System.clearProperty(IdempotentConsumer.MAX_BATCH_SIZE_PROPERTY);
+      } else {
+        System.setProperty(IdempotentConsumer.MAX_BATCH_SIZE_PROPERTY, before);
+      }
+    }
+  }
+
+  /** The batch size of the consumer a definition builds, as its toString() shows it. */
+  @SuppressWarnings("unchecked")
+  private static String built(IdemConsumerDefinition<?> definition, PostgresInbox inbox) {
+    IdempotentConsumer<Object> consumer = ((IdemConsumerDefinition<Object>) definition)
+        .applyTo(IdempotentConsumer.<Object>named(definition.name()).inbox(inbox)).build();
+    return consumer.toString().replaceAll(".*(maxBatchSize=\\d+).*", "$1");
   }
 
   @Test

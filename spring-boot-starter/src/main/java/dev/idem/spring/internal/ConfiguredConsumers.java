@@ -58,13 +58,19 @@ public final class ConfiguredConsumers {
           .transactionTimeout(c.getTransactionTimeout())
           .shutdownGracePeriod(c.getShutdownGracePeriod())
           .health(c.getHealth().getMaxOldestUnsettledAge(), c.getHealth().getMaxFailuresInARow())
-          .configure(b -> b.concurrency(c.getConcurrency())
-              .prefetch(c.getPrefetch())
-              .ordering(c.getOrdering())
-              .retry(c.getRetry().toPolicy())
-              .maxBatchSize(c.getMaxBatchSize())
-              .batchMaxWait(c.getBatchMaxWait())
-              .slowMessageThreshold(c.getSlowMessageThreshold()));
+          .configure(b -> {
+            b.concurrency(c.getConcurrency())
+                .prefetch(c.getPrefetch())
+                .ordering(c.getOrdering())
+                .retry(c.getRetry().toPolicy())
+                .batchMaxWait(c.getBatchMaxWait())
+                .slowMessageThreshold(c.getSlowMessageThreshold());
+            // Unset, the core's default applies, and with it the system property idem.maxBatchSize.
+            Integer maxBatchSize = c.getMaxBatchSize();
+            if (maxBatchSize != null) {
+              b.maxBatchSize(maxBatchSize);
+            }
+          });
       applyHandler(at, c, beans, builder);
       return builder.build();
     } catch (IllegalArgumentException e) {
