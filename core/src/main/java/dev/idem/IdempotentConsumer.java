@@ -65,8 +65,9 @@ import reactor.core.publisher.Flux;
  *       statement on the raw {@link Tx#connection()}) the error cannot reach the pipeline, and
  *       the {@code transactionTimeout} ends the attempt, which is then retried as infrastructure
  *       (logged at WARN).</li>
- *   <li><b>Bounded.</b> At most {@code prefetch} messages wait in the buffer and at most
- *       {@code concurrency} are in flight; demand, not memory, absorbs a backlog.</li>
+ *   <li><b>Bounded.</b> At most {@code prefetch} messages are taken and not yet settled, and at
+ *       most {@code concurrency} transactions run at once, each of one message or of a micro-batch
+ *       of up to {@code maxBatchSize}; demand, not memory, absorbs a backlog.</li>
  *   <li><b>Ordered</b> per the {@link Ordering} mode.</li>
  *   <li><b>Cancellation</b> of the returned {@code Flux} stops taking messages and rolls back
  *       transactions in flight; those messages stay unacknowledged and are redelivered. A
@@ -80,7 +81,8 @@ import reactor.core.publisher.Flux;
  * </ul>
  *
  * <h2>Stages</h2>
- * <p>In the order a message meets them (the classes are in {@code dev.idem.pipeline}, which is not API):
+ * <p>In the order a message meets them (the classes are in {@code dev.idem.pipeline}, {@code BatchLanes} in
+ * {@code dev.idem.internal}; neither is API):
  * <ol>
  *   <li><b>Dispatch</b> ({@code Dispatch}): at most {@code prefetch} messages taken and not yet
  *       settled, {@code concurrency} lanes ({@code BatchLanes}) that keep the order the
@@ -231,8 +233,10 @@ public final class IdempotentConsumer<T> {
   }
 
   /**
-   * Configures an {@link IdempotentConsumer}. Setters check their argument and name it in the
-   * error; {@link #build()} checks that required settings are present.
+   * Configures an {@link IdempotentConsumer}. Setters refuse {@code null} and the durations and
+   * names that can never be valid, naming the setting; {@link #build()} checks the numeric ranges
+   * ({@code concurrency}, {@code prefetch}, {@code maxBatchSize}, {@code maxIdLength}) and that the
+   * required settings are present.
    *
    * @param <T> the payload type
    */
@@ -349,8 +353,8 @@ public final class IdempotentConsumer<T> {
     }
 
     /**
-     * The in-flight limit: messages processed at once. Keep it at most the connection pool's
-     * size. Default {@value IdempotentConsumer#DEFAULT_CONCURRENCY}.
+     * The in-flight limit: transactions that run at once (batch lanes), each of one message or of
+     * a micro-batch of up to {@code maxBatchSize}. Keep it at most the connection pool's size. Default {@value IdempotentConsumer#DEFAULT_CONCURRENCY}.
      *
      * @param concurrency at least 1
      * @return this builder
@@ -464,14 +468,6 @@ public final class IdempotentConsumer<T> {
     }
 
     /**
-     * How often a message that keeps failing on infrastructure is logged again at WARN, with how
-     * long it has waited, so that an operator sees what holds a slot (and on Kafka a
-     * partition's commits). The first failure is always logged at WARN. Default 1 min.
-     *
-     * @param interval positive
-     * @return this builder
-     */
-    /**
      * How long a per-message {@link Handler} may run inside a micro-batch before its message is
      * detached: the batch's transaction attempt is cancelled (rolled back), the messages before
      * it run again and commit without it, the ones after it go on, and the slow message runs
@@ -500,7 +496,9 @@ public final class IdempotentConsumer<T> {
 
     /**
      * How often a message that waits for broken infrastructure (the database, a dead-letter
-     * destination) is logged again at WARN while the outage lasts. Default
+     * destination) is logged again at WARN while the outage lasts, with how long it has waited, so
+     * that an operator sees what holds a slot (and on Kafka a partition's commits); the first failure
+     * is always logged at WARN. Default
      * {@link IdempotentConsumer#DEFAULT_STUCK_WARNING_INTERVAL} (1 min).
      *
      * @param interval positive

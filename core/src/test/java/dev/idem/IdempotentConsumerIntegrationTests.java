@@ -484,4 +484,41 @@ class IdempotentConsumerIntegrationTests {
     assertThat(inboxRows("m-1")).isEqualTo(1);
     assertThat(Collections.frequency(List.of(outcome.status()), Outcome.Status.PROCESSED)).isEqualTo(1);
   }
+
+  @Test
+  void aCustomErrorClassifierDeadLettersItsNonRetryableErrorAtOnceAndLeavesTheRestToTheDefaults() {
+    // "declined" is the user's permanent failure; "flaky" is left to the default rules (retryable, 3 attempts here).
+    Map<String, AtomicInteger> calls = new ConcurrentHashMap<>();
+    Handler<Integer> handler = (value, tx) -> {
+      calls.computeIfAbsent(tx.messageId(), id -> new AtomicInteger()).incrementAndGet();
+      if (value < 0) {
+        return Mono.error(new IllegalStateException(value == -1 ? "card declined" : "flaky"));
+      }
+      return recordEffect().handle(value, tx);
+    };
+    ErrorClassifier declined = error -> error.getMessage() != null && error.getMessage().contains("declined")
+        ? ErrorKind.NON_RETRYABLE
+        : null;
+    TestDelivery<Integer> refused = TestDelivery.keyed("m-declined", "k-1", -1);
+    TestDelivery<Integer> flaky = TestDelivery.keyed("m-flaky", "k-2", -2);
+    TestDelivery<Integer> fine = TestDelivery.keyed("m-fine", "k-3", 3);
+
+    List<Outcome<Integer>> outcomes = consumer(handler).errorClassifier(declined).build()
+        .process(Flux.just(refused, flaky, fine)).collectList().block(TIMEOUT);
+
+    Map<String, Outcome.Status> byId = outcomes.stream()
+        .collect(Collectors.toMap(Outcome::messageId, Outcome::status));
+    assertThat(byId).containsEntry("m-declined", Outcome.Status.DEAD_LETTERED)
+        .containsEntry("m-flaky", Outcome.Status.DEAD_LETTERED)
+        .containsEntry("m-fine", Outcome.Status.PROCESSED);
+    assertThat(refused.deadLetter().reason()).isEqualTo(DeadLetterReason.NON_RETRYABLE_ERROR);
+    assertThat(refused.deadLetter().attempts()).isEqualTo(1);
+    assertThat(refused.deadLetter().errorMessage()).isEqualTo("card declined");
+    assertThat(flaky.deadLetter().reason()).isEqualTo(DeadLetterReason.RETRIES_EXHAUSTED);
+    assertThat(flaky.deadLetter().attempts()).isEqualTo(FAST_RETRY.maxAttempts());
+    // In a batch the first run of a failing message is the batch's; the attempts above are the message's own.
+    assertThat(calls.get("m-flaky").get()).isGreaterThan(calls.get("m-declined").get());
+    assertThat(effectCount()).isEqualTo(1);
+    assertThat(effectCount("m-fine")).isEqualTo(1);
+  }
 }

@@ -14,6 +14,7 @@ import java.time.Duration;
 import java.util.Collections;
 import java.util.EnumMap;
 import java.util.IdentityHashMap;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
@@ -37,6 +38,8 @@ import java.util.Set;
  *   <tr><td>{@value #HANDLER}</td><td>timer with p50/p95/p99</td><td>time in the user's handler</td></tr>
  *   <tr><td>{@value #TRANSACTION}</td><td>timer with p50/p95/p99, tag {@code committed}</td>
  *       <td>whole transaction: dedup insert, handler, commit</td></tr>
+ *   <tr><td>{@value #BATCH_SIZE}</td><td>distribution summary with p50/p95/p99, messages</td>
+ *       <td>messages per micro-batch a lane formed (1 with {@code maxBatchSize(1)})</td></tr>
  *   <tr><td>{@value #IN_FLIGHT}</td><td>gauge</td><td>messages being processed now</td></tr>
  *   <tr><td>{@value #UNSETTLED}</td><td>gauge</td><td>messages received but not settled (buffered or in flight)</td></tr>
  *   <tr><td>{@value #OLDEST_AGE}</td><td>gauge, seconds</td>
@@ -94,7 +97,7 @@ public final class MicrometerConsumerMetrics implements ConsumerMetrics {
     Objects.requireNonNull(registry, "registry");
     Tags tags = Tags.of("consumer", Objects.requireNonNull(consumer, "consumer"));
     for (Outcome.Status status : Outcome.Status.values()) {
-      outcomes.put(status, Counter.builder(MESSAGES).tags(tags).tag("outcome", status.name().toLowerCase())
+      outcomes.put(status, Counter.builder(MESSAGES).tags(tags).tag("outcome", status.name().toLowerCase(Locale.ROOT))
           .description("Settled messages by outcome").register(registry));
     }
     retryable = Counter.builder(RETRIES).tags(tags).tag("kind", "retryable").description("Retried attempts").register(registry);

@@ -270,28 +270,6 @@ public final class PostgresOutbox {
         }))).next();
   }
 
-  /**
-   * Deletes up to {@code limit} sent rows whose {@code sent_at} is older than {@code olderThan},
-   * in one short transaction. Pending and parked rows are never deleted. Retention calls this in
-   * a loop; see {@code dev.idem.retention.Retention}.
-   *
-   * @param olderThan how long sent rows are kept, positive
-   * @param limit at most this many rows
-   * @return the number of rows deleted
-   */
-  public Mono<Long> deleteSent(Duration olderThan, int limit) {
-    Objects.requireNonNull(olderThan, "olderThan");
-    if (olderThan.isNegative() || olderThan.isZero()) {
-      throw new IllegalArgumentException("olderThan must be positive, was " + olderThan);
-    }
-    if (limit < 1) {
-      throw new IllegalArgumentException("limit must be at least 1, was " + limit);
-    }
-    return update("DELETE FROM " + table + " WHERE seq IN (SELECT seq FROM " + table
-        + " WHERE status = 'SENT' AND sent_at < now() - make_interval(secs => $1) LIMIT " + limit + ")",
-        olderThan.toMillis() / 1000.0);
-  }
-
   /** Reads a claimed row (columns {@link #COLUMNS}) as the message its next attempt sends. */
   static OutboxMessage message(Readable row) {
     String[] flat = row.get("headers", String[].class);

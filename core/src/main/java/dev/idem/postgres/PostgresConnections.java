@@ -16,7 +16,10 @@ import java.util.Objects;
  */
 public final class PostgresConnections {
 
-  /** Default pool size: {@value}. Keep it at least the consumer's concurrency. */
+  /**
+   * A suggested pool size: {@value}. Both {@code pool} methods take the size; keep it at least the
+   * consumer's concurrency.
+   */
   public static final int DEFAULT_POOL_SIZE = 16;
   /** Default time to wait for a pooled connection: 10 s. */
   public static final Duration DEFAULT_ACQUIRE_TIMEOUT = Duration.ofSeconds(10);

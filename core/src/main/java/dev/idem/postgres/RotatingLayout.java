@@ -57,14 +57,4 @@ public record RotatingLayout(Duration window, int periods) {
   public int slots() {
     return periods + 2;
   }
-
-  /**
-   * The longest an id is kept while retention runs every {@code cleanupInterval}.
-   *
-   * @param cleanupInterval the retention's interval
-   * @return {@code window + period + cleanupInterval}
-   */
-  public Duration longestKept(Duration cleanupInterval) {
-    return window.plus(period()).plus(cleanupInterval);
-  }
 }

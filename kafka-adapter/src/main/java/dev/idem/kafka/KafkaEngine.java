@@ -10,7 +10,7 @@ public enum KafkaEngine {
 
   /**
    * The default: Idem's own engine on kafka-clients' {@code KafkaConsumer}, one polling thread per
-   * subscription. Runs on kafka-clients 3.9.x and 4.x (4.0 to 4.4 are tested), including 4.x's
+   * subscription. Runs on kafka-clients 3.9.x and 4.x (CI tests 3.9.1, 4.1.2, 4.2.2 and 4.4.0), including 4.x's
    * {@code group.protocol=consumer}. Needs nothing beyond kafka-clients.
    */
   NATIVE,

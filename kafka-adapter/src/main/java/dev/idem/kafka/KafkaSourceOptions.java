@@ -21,8 +21,8 @@ import org.jspecify.annotations.Nullable;
  * Immutable settings of a {@link KafkaSource}: where to consume from, how to decode and identify
  * records, how far to read ahead, how offsets are committed and where dead letters go.
  *
- * <p>Build with {@link #builder()}; setters check their argument and name it in the error,
- * {@link Builder#build() build()} checks that required settings are present and consistent.
+ * <p>Build with {@link #builder()}; setters refuse {@code null}, blank texts and non-positive durations, and
+ * {@link Builder#build() build()} checks the ranges and that required settings are present and consistent.
  * {@link #toString()} masks secrets (passwords, JAAS configuration, tokens) in the client
  * properties.
  *
@@ -33,7 +33,7 @@ import org.jspecify.annotations.Nullable;
  * {@link #DEFAULT_REVOCATION_GRACE_PERIOD} for revoked partitions to finish, dead letters to
  * {@code <topic>}{@value #DEFAULT_DEAD_LETTER_SUFFIX}, partitions held by a failed dead letter
  * logged again every {@link #DEFAULT_HELD_COMMITS_LOG_INTERVAL},
- * {@code auto.offset.reset=earliest} and the cooperative-sticky assignor.
+ * {@code auto.offset.reset=earliest}, {@code isolation.level=read_committed} and the cooperative-sticky assignor.
  *
  * @param <T> the payload type
  */
@@ -535,8 +535,8 @@ public final class KafkaSourceOptions<T> {
 
     /**
      * An extra Kafka consumer property (security settings, timeouts). The source owns
-     * {@code enable.auto.commit} (false), the deserializers, {@code group.id} and
-     * {@code bootstrap.servers}; setting those here fails in {@link #build()}.
+     * {@code enable.auto.commit} (false), the deserializers, {@code group.id}, {@code bootstrap.servers}
+     * and {@code max.poll.records} (see {@link #prefetch}); setting those here fails in {@link #build()}.
      *
      * @param name the property name
      * @param value its value

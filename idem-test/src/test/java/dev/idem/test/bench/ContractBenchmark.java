@@ -17,7 +17,7 @@ import java.util.List;
  */
 public final class ContractBenchmark {
 
-  static final String COMMAND = "mvn -q -pl idem-test -am test-compile exec:java [-Dmessages=100]";
+  static final String COMMAND = "mvn -q -pl idem-test -am test-compile exec:java -Didem.contractBenchmark.skip=false [-Dmessages=100]";
 
   private ContractBenchmark() {}
 
