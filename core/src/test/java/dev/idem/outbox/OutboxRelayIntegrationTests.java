@@ -169,6 +169,22 @@ class OutboxRelayIntegrationTests {
   }
 
   @Test
+  void aPublishWithoutConfirmationWithinThePublishTimeoutFailsItsAttemptAndIsSentAgain() {
+    List<String> ids = write(pool, outbox, List.of(OutboxRecord.to("dest").key("a").payload("x").build()));
+    RecordingPublisher destination = new RecordingPublisher().hangWhen(m -> m.attempt() == 1);
+
+    start(OutboxRelay.builder(outbox, destination).publishTimeout(Duration.ofMillis(300))
+        .backoff(Duration.ofMillis(20), Duration.ofMillis(100)).maxAttempts(10).build());
+
+    await().atMost(TIMEOUT).until(() -> rows("SENT") == 1);
+    assertThat(destination.attempts(ids.get(0))).isEqualTo(2);
+    assertThat(destination.confirmationsById.get(ids.get(0)).get()).isEqualTo(1);
+    Map<String, Object> row = postgres.query("SELECT attempts, last_error FROM " + outbox.table()).get(0);
+    assertThat(row.get("attempts")).isEqualTo(2);
+    assertThat((String) row.get("last_error")).contains("no confirmation within the publish timeout of PT0.3S");
+  }
+
+  @Test
   void rowFailingPastTheLimitIsParkedVisibleAndCountedHoldsBackItsKeyAndIsSentAgainAfterResend() {
     SimpleMeterRegistry registry = new SimpleMeterRegistry();
     List<String> ids = write(pool, outbox, List.of(

@@ -7,6 +7,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Function;
+import java.util.function.Predicate;
 import reactor.core.publisher.Mono;
 
 /**
@@ -24,10 +25,17 @@ final class RecordingPublisher implements OutboxPublisher {
   final AtomicInteger mostInFlightForOneKey = new AtomicInteger();
   private volatile Function<OutboxMessage, Throwable> failure = m -> null;
   private volatile Duration latency = Duration.ofMillis(1);
+  private volatile Predicate<OutboxMessage> hang = m -> false;
 
   /** Fails a message's attempt when the function returns an error for it. */
   RecordingPublisher failWhen(Function<OutboxMessage, Throwable> failure) {
     this.failure = failure;
+    return this;
+  }
+
+  /** Never answers a message's attempt (no confirmation, no error) when the predicate holds for it. */
+  RecordingPublisher hangWhen(Predicate<OutboxMessage> hang) {
+    this.hang = hang;
     return this;
   }
 
@@ -44,6 +52,9 @@ final class RecordingPublisher implements OutboxPublisher {
           ? new AtomicInteger()
           : inFlightByKey.computeIfAbsent(message.key(), k -> new AtomicInteger());
       mostInFlightForOneKey.accumulateAndGet(inFlight.incrementAndGet(), Math::max);
+      if (hang.test(message)) {
+        return Mono.<Void>never().doFinally(signal -> inFlight.decrementAndGet());
+      }
       return Mono.delay(latency)
           .then(Mono.defer(() -> {
             Throwable error = failure.apply(message);
