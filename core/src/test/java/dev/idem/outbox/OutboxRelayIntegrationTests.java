@@ -79,6 +79,16 @@ class OutboxRelayIntegrationTests {
     return postgres.count("SELECT count(*) FROM " + outbox.table() + " WHERE status = $1", status);
   }
 
+  /** The outbox's only row was sent, confirmed once, after {@code attempts} attempts whose last error is recorded. */
+  private void assertSentOnceAfter(String id, RecordingPublisher destination, int attempts, String lastError) {
+    await().atMost(TIMEOUT).until(() -> rows("SENT") == 1);
+    assertThat(destination.attempts(id)).isEqualTo(attempts);
+    assertThat(destination.confirmationsById.get(id).get()).isEqualTo(1);
+    Map<String, Object> row = postgres.query("SELECT attempts, last_error FROM " + outbox.table()).get(0);
+    assertThat(row.get("attempts")).isEqualTo(attempts);
+    assertThat((String) row.get("last_error")).contains(lastError);
+  }
+
   @Test
   void everyRowIsPublishedOnceWithItsIdAndMarkedSentAfterConfirmation() {
     List<String> ids = writeKeyed(300, 30);
@@ -160,12 +170,7 @@ class OutboxRelayIntegrationTests {
     start(
         OutboxRelay.builder(outbox, destination).backoff(Duration.ofMillis(20), Duration.ofMillis(100)).maxAttempts(10).build());
 
-    await().atMost(TIMEOUT).until(() -> rows("SENT") == 1);
-    assertThat(destination.attempts(ids.get(0))).isEqualTo(4);
-    assertThat(destination.confirmationsById.get(ids.get(0)).get()).isEqualTo(1);
-    Map<String, Object> row = postgres.query("SELECT attempts, last_error FROM " + outbox.table()).get(0);
-    assertThat(row.get("attempts")).isEqualTo(4);
-    assertThat((String) row.get("last_error")).contains("destination down (attempt 3)");
+    assertSentOnceAfter(ids.get(0), destination, 4, "destination down (attempt 3)");
   }
 
   @Test
@@ -176,12 +181,7 @@ class OutboxRelayIntegrationTests {
     start(OutboxRelay.builder(outbox, destination).publishTimeout(Duration.ofMillis(300))
         .backoff(Duration.ofMillis(20), Duration.ofMillis(100)).maxAttempts(10).build());
 
-    await().atMost(TIMEOUT).until(() -> rows("SENT") == 1);
-    assertThat(destination.attempts(ids.get(0))).isEqualTo(2);
-    assertThat(destination.confirmationsById.get(ids.get(0)).get()).isEqualTo(1);
-    Map<String, Object> row = postgres.query("SELECT attempts, last_error FROM " + outbox.table()).get(0);
-    assertThat(row.get("attempts")).isEqualTo(2);
-    assertThat((String) row.get("last_error")).contains("no confirmation within the publish timeout of PT0.3S");
+    assertSentOnceAfter(ids.get(0), destination, 2, "no confirmation within the publish timeout of PT0.3S");
   }
 
   @Test
